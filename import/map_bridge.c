@@ -35,6 +35,8 @@ static const struct {
     {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", 0},
     {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", 0},
     {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", 0}, /* a string, or a list of chunks */
+    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", 0},
+    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", 0},
     {"model.expert_model_parallel_size", "--expert-model-parallel-size", 0},
     {"model.sequence_parallel", "--sequence-parallel", 0},
     {"model.num_moe_experts", "--num-experts", 0},

@@ -153,6 +153,14 @@ int import_layout_arg(ImportResult *r, const ImportKv *kv, const char *a, Import
         return *st = import_note(r, kv, 0, e, "--vpp %u", l->nvs), 1;
     }
     if (!strcmp(a, "--bridge-layout-chunk")) return *st = list_chunk(r, kv, l, e), 1;
+    if (!strcmp(a, "--account-for-embedding-in-pipeline-split") || !strcmp(a, "--account-for-loss-in-pipeline-split")) {
+        if (import_true(kv->val) == 0) return *st = import_note(r, kv, 1, e, "ignored: false"), 1;
+        if (strstr(a, "embedding"))
+            l->emb_kv = kv;
+        else
+            l->loss_kv = kv;
+        return *st = ST_OK, 1; /* noted with the split after every setting */
+    }
     if (strcmp(a, "--pipeline-model-parallel-layout")) return 0;
     if (!kv->val[0] && l->nchunk)               /* the list form's own key, after its chunks */
         return l->list_kv = kv, *st = ST_OK, 1; /* noted with its flags after every setting */
@@ -165,7 +173,12 @@ int import_layout_arg(ImportResult *r, const ImportKv *kv, const char *a, Import
 
 static Status conflict(const ImportResult *r, const ImportLayout *l, Err *e)
 {
-    const ImportKv *o = l->first_kv ? l->first_kv : l->last_kv ? l->last_kv : l->vstage_kv ? l->vstage_kv : l->nvs_kv;
+    const ImportKv *o = l->first_kv    ? l->first_kv
+                        : l->last_kv   ? l->last_kv
+                        : l->vstage_kv ? l->vstage_kv
+                        : l->nvs_kv    ? l->nvs_kv
+                        : l->emb_kv    ? l->emb_kv
+                                       : l->loss_kv;
     if (!o) return ST_OK;
     return err_set(e, ST_DATA,
                    "%s:%d: %s: not with a pipeline layout (line %d, %s): Megatron-Core takes the stages from one of "
@@ -263,9 +276,47 @@ static Status split_flags(ImportResult *r, const ImportLayout *l, const unsigned
                        pp * vpp, pp, vp, f, last, mid);
 }
 
+/* Megatron-Core's even split with the embedding and / or the loss counted as a layer: (L + e + l) / pp = s a rank,
+ * the first rank s - e decoder layers, the last s - l. */
+static Status accounted(ImportResult *r, const ImportLayout *l, unsigned pp, unsigned layers, Err *e)
+{
+    const ImportKv *kv = l->emb_kv ? l->emb_kv : l->loss_kv, *o = l->first_kv ? l->first_kv : l->last_kv;
+    unsigned ne = l->emb_kv != NULL, nl = l->loss_kv != NULL;
+    if (o)
+        return err_set(e, ST_DATA, "%s:%d: %s: not with %s (line %d): Megatron-Core takes one of them", r->path,
+                       kv->line, kv->key, o->key, o->line);
+    if (pp == 1) {
+        if (l->emb_kv) TRY(import_note(r, l->emb_kv, 1, e, "ignored: one pipeline stage"));
+        return l->loss_kv ? import_note(r, l->loss_kv, 1, e, "ignored: one pipeline stage") : ST_OK;
+    }
+    if (!layers)
+        return err_set(e, ST_DATA, "%s:%d: %s: the file gives no --num-layers to split", r->path, kv->line, kv->key);
+    uint64_t total = (uint64_t)layers + ne + nl, s = total / pp;
+    if (total % pp)
+        return err_set(e, ST_DATA, "%s:%d: %s: --num-layers %u + %u is not a multiple of the pipeline's %u ranks",
+                       r->path, kv->line, kv->key, layers, ne + nl, pp);
+    if (s <= 1)
+        return err_set(e, ST_DATA, "%s:%d: %s: %llu layers a rank leave an end rank without decoder layers", r->path,
+                       kv->line, kv->key, (unsigned long long)s);
+    char v[24];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(s - ne));
+    TRY(import_flag(r, "--first-stage-layers", v, e));
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(s - nl));
+    TRY(import_flag(r, "--last-stage-layers", v, e));
+    const ImportKv *both[2] = {l->emb_kv, l->loss_kv};
+    for (int i = 0; i < 2; i++)
+        if (both[i])
+            TRY(import_note(r, both[i], 0, e,
+                            "(%u + %u) / %u = %llu a rank: --first-stage-layers %llu --last-stage-layers %llu", layers,
+                            ne + nl, pp, (unsigned long long)s, (unsigned long long)(s - ne),
+                            (unsigned long long)(s - nl)));
+    return ST_OK;
+}
+
 Status import_layout_finish(ImportResult *r, const ImportLayout *l, unsigned pp, int have_dims, unsigned layers,
                             unsigned mtp, Err *e)
 {
+    if (!l->kv && (l->emb_kv || l->loss_kv)) return accounted(r, l, pp, layers, e);
     if (!l->kv) return ST_OK;
     TRY(conflict(r, l, e));
     char *s = NULL;

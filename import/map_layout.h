@@ -24,6 +24,9 @@ typedef struct {
     unsigned nchunk; /* list-form chunks seen */
     /* settings Megatron-Core refuses beside a layout (TransformerConfig.__post_init__, arguments.py) */
     const ImportKv *first_kv, *last_kv, *vstage_kv, *nvs_kv, *vpp_kv;
+    /* --account-for-embedding/loss-in-pipeline-split (switched on): the embedding / loss count as a layer each in
+     * an even split (TransformerConfig at core_v0.15.0), so the end ranks hold one layer fewer */
+    const ImportKv *emb_kv, *loss_kv;
 } ImportLayout;
 
 /* 1 when `a` (a Megatron-LM argument name) is read here: *st says whether it was read. Also remembers, without

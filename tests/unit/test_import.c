@@ -357,6 +357,18 @@ static void test_layout_and_features(void)
          "--mtp-num-layers 1 --pipeline-model-parallel-size 8 --pipeline-model-parallel-layout Et*4|(t*4|)*14,tmL\n",
          "--stack megatron-lm --seq 128 --pp 8 --first-stage-layers 8 --last-stage-layers 5 --custom-pp-layout --vpp 2 "
          "--recipe megatron-bf16"},
+        /* the embedding counted as a layer: (7 + 1) / 4 = 2 a rank, the first 2 - 1 = 1 */
+        {"a1.sh", DENSE7 "--pipeline-model-parallel-size 4 --account-for-embedding-in-pipeline-split\n",
+         "--stack megatron-lm --seq 128 --dist-opt --pp 4 --first-stage-layers 1 --last-stage-layers 2 "
+         "--recipe megatron-bf16"},
+        /* Llama 3.1 405B's split (Megatron-Bridge): (126 + 2) / 8 = 16 a rank, 15 on each end rank */
+        {"a2.yaml",
+         "model:\n  num_layers: 126\n  hidden_size: 256\n  num_attention_heads: 8\n  seq_length: 128\n"
+         "  vocab_size: 1000\n  pipeline_model_parallel_size: 8\n  virtual_pipeline_model_parallel_size: 8\n"
+         "  account_for_embedding_in_pipeline_split: true\n  account_for_loss_in_pipeline_split: true\n"
+         "mixed_precision: bf16_mixed\n",
+         "--stack megatron-core --seq 128 --pp 8 --vpp 8 --first-stage-layers 15 --last-stage-layers 15 "
+         "--recipe megatron-bf16"},
         /* one rank: every layer there, no flag */
         {"l3.sh", DENSE7 "--pipeline-model-parallel-layout Et*7L\n",
          "--stack megatron-lm --seq 128 --dist-opt --recipe megatron-bf16"},
@@ -510,6 +522,15 @@ static void test_errors(void)
         {"model:\n  pipeline_model_parallel_size: 1\n  pipeline_model_parallel_layout:\n  - [embedding, encoder, "
          "loss]\n",
          "p14.yaml", "p14.yaml:4: model.pipeline_model_parallel_layout.0: 'encoder' is not a layer", IMPORT_AUTO},
+        {DENSE7 "--pipeline-model-parallel-size 3 --account-for-embedding-in-pipeline-split\n", "p15.sh",
+         "p15.sh:2: --account-for-embedding-in-pipeline-split: --num-layers 7 + 1 is not a multiple of the pipeline's "
+         "3",
+         IMPORT_AUTO},
+        {DENSE7 "--pipeline-model-parallel-size 2 --account-for-loss-in-pipeline-split "
+                "--decoder-last-pipeline-num-layers 3\n",
+         "p16.sh",
+         "p16.sh:2: --account-for-loss-in-pipeline-split: not with --decoder-last-pipeline-num-layers (line 2)",
+         IMPORT_AUTO},
         /* the precision-aware optimizer's states where no recipe has them */
         {DENSE7 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n", "q1.sh",
          "q1.sh:2: --exp-avg-dtype bf16: BF16 Adam moments: the planner keeps them in the deepseek-v3 recipe",
