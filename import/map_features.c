@@ -72,8 +72,14 @@ int import_features_arg(ImportResult *r, const ImportKv *kv, const char *a, Impo
             return 1; /* noted after every setting */
         }
     if (!strcmp(a, "--use-precision-aware-optimizer")) return f->pao = switch_on(kv), f->pao_kv = kv, 1;
-    if (!strcmp(a, "--enable-cuda-graph")) return f->enable_kv = switch_on(kv) ? kv : NULL, f->impl_kv = kv, 1;
-    if (!strcmp(a, "--external-cuda-graph")) return f->external_kv = switch_on(kv) ? kv : NULL, f->impl_kv = kv, 1;
+    if (!strcmp(a, "--enable-cuda-graph") || !strcmp(a, "--external-cuda-graph")) {
+        if (!switch_on(kv)) return *st = import_note(r, kv, 1, e, "ignored: false"), 1;
+        if (strstr(a, "enable"))
+            f->enable_kv = kv;
+        else
+            f->external_kv = kv;
+        return 1;
+    }
     if (!strcmp(a, "--cuda-graph-impl")) {
         static const char *const impls[] = {"none", "local", "transformer_engine"};
         for (int i = 0; i < 3; i++)
@@ -133,10 +139,10 @@ static Status optimizer(ImportResult *r, const ImportFeatures *f, Err *e)
     }
     if (f->pao && !flag_val(r, "--dist-opt"))
         return refuse(r, f->pao_kv, e, "needs the distributed optimizer (Megatron-Core asserts it)");
-    if (recipe && moments == DT_BF16 && !blockwise)
+    if (moments == DT_BF16 && !blockwise)
         return refuse(r, f->dt_kv[FEAT_EXP_AVG], e,
                       "BF16 Adam moments: the planner keeps them in the deepseek-v3 recipe (blockwise FP8) only, not "
-                      "beside this file's recipe");
+                      "beside this file's recipe (or none)");
     if (recipe && moments == DT_FP32 && blockwise)
         return err_set(
             e, ST_DATA,
@@ -238,9 +244,9 @@ static Status graphs(ImportResult *r, const ImportFeatures *f, int experts, Err 
     graph_scope_format(bits, list, sizeof list);
     TRY(import_flag(r, "--cuda-graph-scope", list, e));
     if (f->impl_kv) TRY(import_note(r, f->impl_kv, 0, e, "CUDA graphs: --cuda-graph-scope %s", list));
-    if (f->enable_kv && f->enable_kv != f->impl_kv) TRY(import_note(r, f->enable_kv, 0, e, "CUDA graphs (local)"));
-    if (f->external_kv && f->external_kv != f->impl_kv)
-        TRY(import_note(r, f->external_kv, 0, e, "CUDA graphs (transformer_engine)"));
+    if (f->enable_kv) TRY(import_note(r, f->enable_kv, 0, e, "CUDA graphs (local): --cuda-graph-scope %s", list));
+    if (f->external_kv)
+        TRY(import_note(r, f->external_kv, 0, e, "CUDA graphs (transformer_engine): --cuda-graph-scope %s", list));
     if (f->scope_kv) TRY(import_note(r, f->scope_kv, 0, e, "--cuda-graph-scope %s", list));
     return ST_OK;
 }

@@ -87,8 +87,10 @@ static Status letters(const ImportResult *r, const ImportLayout *l, char **out, 
     size_t m = 0;
     for (const char *p = kv->val; *p; p++)
         if (*p != ',') a[m++] = *p; /* commas are cosmetic */
+    a[m] = '\0';                    /* a count at the end is read up to a non-digit */
     Buf x = {b, 0, 0}, y = {a, 0, 0};
     unroll(a, m, 1, &x);
+    b[x.n] = '\0';
     if (!x.bad) unroll(b, x.n, 0, &y);
     free(b);
     if (x.bad || y.bad)
