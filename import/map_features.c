@@ -128,8 +128,11 @@ static Status optimizer(ImportResult *r, const ImportFeatures *f, Err *e)
         if (!kv) continue;
         if (f->dt[i] && !f->pao)
             return refuse(r, kv, e, "not fp32 without --use-precision-aware-optimizer (Megatron-Core asserts it)");
-        if (i == FEAT_PARAMS && f->dt[i])
-            return refuse(r, kv, e, "FP16 master weights are in no recipe of models/recipes.csv");
+        if (i == FEAT_PARAMS && f->dt[i]) {
+            char why[96];
+            snprintf(why, sizeof why, "%s master weights are in no recipe of models/recipes.csv", dt_names[f->dt[i]]);
+            return refuse(r, kv, e, why);
+        }
         if (i >= FEAT_EXP_AVG && moments < 0)
             return refuse(r, kv, e,
                           "Adam moments the recipes do not keep (models/recipes.csv: both fp32, or both bf16 in the "

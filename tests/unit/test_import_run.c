@@ -184,7 +184,7 @@ static void test_refused(void)
          "q4.sh:2: --use-precision-aware-optimizer: with BF16 or delayed-scaling FP8 TE keeps the FP32 master weights "
          "as 16-bit remainders"},
         {DENSE7 "--use-precision-aware-optimizer --main-params-dtype fp16 --fp8-format hybrid --fp8-recipe mxfp8\n",
-         "q5.sh", "q5.sh:2: --main-params-dtype fp16: FP16 master weights"},
+         "q5.sh", "q5.sh:2: --main-params-dtype fp16: fp16 master weights are in no recipe"},
         {DENSE7 "--fp8-format e4m3 --fp8-recipe blockwise\n", "q6.sh",
          "q6.sh:2: --fp8-format: blockwise FP8 with FP32 Adam moments"},
         {DENSE7 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype fp8 --fp8-format e4m3 "
