@@ -20,7 +20,8 @@ static const char *const dt_args[FEAT_DTYPES_] = {"--main-grads-dtype", "--main-
                                                   "--exp-avg-sq-dtype"};
 
 /* Megatron-LM's choices (fp32, bf16, fp16, fp8), PyTorch's names, and Megatron-Bridge's YAML dump of a torch.dtype
- * (its _target_: torch.bfloat16); fp8 is torch.uint8 in arguments.py's dtype_map. -1: none of them. */
+ * (its _target_: torch.bfloat16; _torch_dtype_representer in src/megatron/bridge/utils/yaml_utils.py at v0.2.0); fp8
+ * is torch.uint8 in arguments.py's dtype_map. -1: none of them. */
 static int dtype_of(const char *v)
 {
     static const struct {
@@ -37,7 +38,7 @@ static int dtype_of(const char *v)
 
 static int switch_on(const ImportKv *kv) { return import_true(kv->val) != 0; }
 
-/* One enum of Megatron-Bridge's dumped scope list: its value (CudaGraphScope in megatron/core/transformer/enums.py at
+/* One enum of Megatron-Bridge's dumped scope list (_enum_representer, yaml_utils.py at v0.2.0): its value (CudaGraphScope in megatron/core/transformer/enums.py at
  * core_v0.16.0: full_iteration 1, attn 2, mlp 3, moe 4, moe_router 5, moe_preprocess 6, mamba 7) as its name. */
 static Status scope_item(ImportResult *r, const ImportKv *kv, ImportFeatures *f, Err *e)
 {
