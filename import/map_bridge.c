@@ -34,6 +34,9 @@ static const struct {
     {"model.context_parallel_size", "--context-parallel-size", 0},
     {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", 0},
     {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", 0},
+    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", 0}, /* a string, or a list of chunks */
+    {"model.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", 0},
+    {"model.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", 0},
     {"model.expert_model_parallel_size", "--expert-model-parallel-size", 0},
     {"model.sequence_parallel", "--sequence-parallel", 0},
     {"model.num_moe_experts", "--num-experts", 0},
@@ -59,6 +62,24 @@ static const struct {
     {"mixed_precision.fp8_param_gather", "--fp8-param-gather", 0}, /* kept equal to fp8_param (mixed_precision.py) */
     {"ddp.fp8_param_gather", "--fp8-param-gather", 0},
     {"dataset.seq_length", "--seq-length", 0},
+    {"optimizer.use_precision_aware_optimizer", "--use-precision-aware-optimizer", 0},
+    {"optimizer.main_grads_dtype", "--main-grads-dtype", 0}, /* a torch.dtype: fp32, or its YAML dump's _target_ */
+    {"optimizer.main_grads_dtype._target_", "--main-grads-dtype", 0},
+    {"optimizer.main_params_dtype", "--main-params-dtype", 0},
+    {"optimizer.main_params_dtype._target_", "--main-params-dtype", 0},
+    {"optimizer.exp_avg_dtype", "--exp-avg-dtype", 0},
+    {"optimizer.exp_avg_dtype._target_", "--exp-avg-dtype", 0},
+    {"optimizer.exp_avg_sq_dtype", "--exp-avg-sq-dtype", 0},
+    {"optimizer.exp_avg_sq_dtype._target_", "--exp-avg-sq-dtype", 0},
+    {"optimizer.optimizer_cpu_offload", "--optimizer-cpu-offload", 0},
+    {"model.cuda_graph_impl", "--cuda-graph-impl", 0},
+    {"model.cuda_graph_scope", "--cuda-graph-scope", 0},
+    {"model.enable_cuda_graph", "--enable-cuda-graph", 0},
+    {"model.external_cuda_graph", "--external-cuda-graph", 0},
+    {"model.fine_grained_activation_offloading", "--fine-grained-activation-offloading", 0},
+    {"model.offload_modules", "--offload-modules", 0},
+    {"model.cpu_offloading", "--cpu-offloading", 0},
+    {"model.cpu_offloading_num_layers", "--cpu-offloading-num-layers", 0},
     {"train.micro_batch_size", "--micro-batch-size", 0},
     {"train.global_batch_size", "--global-batch-size", 0},
     {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", 0},
@@ -120,6 +141,14 @@ static const char *arg_of(const void *ctx, ImportKv *kv)
                     if (*p == '_') *p = '-';
                 return arg;
             }
+    /* the list form of the pipeline layout: model.pipeline_model_parallel_layout.<i> is chunk i's layer names */
+    static const char lay[] = "model.pipeline_model_parallel_layout.";
+    if (!strncmp(kv->key, lay, sizeof lay - 1) && kv->key[sizeof lay - 1] &&
+        strspn(kv->key + sizeof lay - 1, "0123456789") == strlen(kv->key + sizeof lay - 1))
+        return "--bridge-layout-chunk";
+    /* a list of CudaGraphScope enums, dumped as {_target_: ...CudaGraphScope, _call_: true, _args_: [value]} each */
+    static const char gs[] = "model.cuda_graph_scope.";
+    if (!strncmp(kv->key, gs, sizeof gs - 1)) return "--bridge-graph-scope-item";
     /* mixed_precision given as a recipe name: "bf16_mixed", "bf16_with_fp8_delayed_scaling_mixed", ... */
     if (!strcmp(kv->key, "mixed_precision")) return "--bridge-mixed-precision"; /* a recipe name: map_megatron.c */
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)

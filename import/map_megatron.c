@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "import/import.h"
+#include "import/map_features.h"
+#include "import/map_layout.h"
 #include "import/map_moe.h"
 
 typedef struct {
@@ -30,6 +32,8 @@ typedef struct {
     int nproc_line;
     int gbs_given;
     ImportMoe moe;
+    ImportLayout layout;
+    ImportFeatures feat;
 } Mg;
 
 #define TRY(x)               \
@@ -70,6 +74,7 @@ static const char *const refused[][2] = {
     {"--fp4-format", "FP4 training is not modelled"},
     {"--fp4", "FP4 training is not modelled"},
     {"--cpu-offloading", "activation/weight offloading to the host is not modelled"},
+    {"--cpu-offloading-num-layers", "activation/weight offloading to the host is not modelled"},
     {"--optimizer-cpu-offload", "optimizer offloading to the host is not modelled"},
 };
 
@@ -80,6 +85,8 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
             return err_set(e, ST_DATA, "%s:%d: %s: %s", r->path, kv->line, kv->key, refused[i][1]);
     Status st;
     if (import_moe_arg(r, kv, a, &m->moe, &st, e)) return st;
+    if (import_layout_arg(r, kv, a, &m->layout, &st, e)) return st;
+    if (import_features_arg(r, kv, a, &m->feat, &st, e)) return st;
     import_src_arg(r, a, kv);
     /* model dimensions */
     if (!strcmp(a, "--num-layers")) return dim(r, kv, m, "layers", 100000, &m->layers, e);
@@ -414,6 +421,7 @@ static Status finish(ImportResult *r, Mg *m_, int any, Err *e)
 {
     Mg m = *m_;
     if (!any) return err_set(e, ST_DATA, "%s: not one setting fp8plan reads (--from-format?)", r->path);
+    TRY(import_layout_finish(r, &m.layout, m.pp ? m.pp : 1, m.layers != 0, m.layers, m.moe.mtp, e));
     if (m.layers_per_vstage) {
         unsigned pp = m.pp ? m.pp : 1;
         if (!m.layers || m.layers % ((uint64_t)pp * m.layers_per_vstage))
@@ -459,6 +467,7 @@ static Status finish(ImportResult *r, Mg *m_, int any, Err *e)
     TRY(finish_recipe(r, &m, e));
     TRY(finish_model(r, &m, e));
     TRY(import_moe_finish(r, &m.moe, r->have_model ? &r->model : NULL, m.layers, r->model.ffn_hidden, e));
+    TRY(import_features_finish(r, &m.feat, m.moe.experts ? 1 : m.layers ? 0 : -1, e));
     if (!m.gbs_given) r->gbs_per_dp = 1;
     return ST_OK;
 }

@@ -90,10 +90,39 @@ same "bridge qwen3-30b-a3b recipe (MoE)" "--from $D/mb_qwen3_30b_a3b_pretrain.ya
     "--model qwen3-30b-a3b --stack megatron-core --recipe megatron-bf16 --tp 4 --pp 2 --cp 1 --sp --ep 4 --etp 1 --moe-dispatcher alltoall --recompute full --mbs 2 --gbs 32 --seq 4096 --main-grad fp32 --overlap-dp on --dist-opt $G --gpus 16"
 # DeepSeek-V3 = deepseek-v3 (61 x 7168, 128 heads, MLA: q_lora 1536, kv_lora 512, qk 128 + rope 64 = head_dim 192,
 # v 128; 256 experts of 2048, top 8 in 4 of 8 groups, one shared expert (2048 / 2048), moe_layer_freq [0]*3+[1]*58:
-# 3 dense layers, sigmoid with expert bias, MTP 1; vocab 129280 padded to 1280 x TP); TP 2, PP 16 with 4 layers
-# first and 1 last, EP 64, ETP 1, selective recomputation, mbs 1, gbs 4096, BF16 gradient reduction
-same "bridge deepseek-v3 recipe (MoE, MLA, MTP)" "--from $D/mb_deepseek_v3_pretrain.yaml $G --gpus 1024" \
-    "--model deepseek-v3 --stack megatron-core --recipe megatron-bf16 --vocab-pad 1280 --tp 2 --pp 16 --cp 1 --sp --first-stage-layers 4 --last-stage-layers 1 --ep 64 --etp 1 --moe-dispatcher alltoall --recompute selective --mbs 1 --gbs 4096 --seq 4096 --main-grad bf16 --overlap-dp on --dist-opt $G --gpus 1024"
+# 3 dense layers, sigmoid with expert bias, MTP 1; vocab 129280 padded to 1280 x TP); TP 2, PP 16 laid out as
+# [embedding + 4 decoder], 14 x [4 decoder], [decoder, mtp, loss] (16 chunks on 16 ranks: 4 layers first, 1 last, 4 on
+# each of the 14 between), EP 64, ETP 1, selective recomputation, mbs 1, gbs 4096, BF16 gradient reduction
+same "bridge deepseek-v3 recipe (MoE, MLA, MTP, pipeline layout)" "--from $D/mb_deepseek_v3_pretrain.yaml $G --gpus 1024" \
+    "--model deepseek-v3 --stack megatron-core --recipe megatron-bf16 --vocab-pad 1280 --tp 2 --pp 16 --cp 1 --sp --first-stage-layers 4 --last-stage-layers 1 --custom-pp-layout --ep 64 --etp 1 --moe-dispatcher alltoall --recompute selective --mbs 1 --gbs 4096 --seq 4096 --main-grad bf16 --overlap-dp on --dist-opt $G --gpus 1024"
+# The same layout as Megatron-LM's string: "Et*4|(t*4|)*14,tmL" unrolls to the 16 chunks above
+DS="$D/mb_deepseek_v3_pretrain.yaml"
+sed '/^  pipeline_model_parallel_layout:/,/^  - \[decoder, mtp, loss\]/c\  pipeline_model_parallel_layout: "Et*4|(t*4|)*14,tmL"' "$DS" >"$TMP/ds.yaml"
+same "bridge deepseek-v3, the layout as a string" "--from $TMP/ds.yaml $G --gpus 1024" "--from $DS $G --gpus 1024"
+# ... and its precision-aware optimizer (BF16 Adam moments and main gradients, FP32 master: the recipe's
+# opt_config) is refused with BF16 training: only the deepseek-v3 recipe (blockwise FP8) keeps BF16 moments
+cp "$DS" "$TMP/dsopt.yaml"
+printf 'optimizer:\n  use_precision_aware_optimizer: true\n  main_params_dtype:\n    _target_: torch.float32\n    _call_: false\n  main_grads_dtype:\n    _target_: torch.bfloat16\n    _call_: false\n  exp_avg_dtype:\n    _target_: torch.bfloat16\n    _call_: false\n  exp_avg_sq_dtype:\n    _target_: torch.bfloat16\n    _call_: false\n' >>"$TMP/dsopt.yaml"
+n=$(grep -n '^  exp_avg_dtype:' "$TMP/dsopt.yaml" | cut -d: -f1)
+run plan --from "$TMP/dsopt.yaml" $G --gpus 1024 -o "$TMP/o.txt"
+expect_rc "BF16 Adam moments with BF16 training: exit 65" 65
+expect_err "... the moments' line named" "dsopt.yaml:$((n + 1)): optimizer.exp_avg_dtype._target_ torch.bfloat16: BF16 Adam moments: the planner keeps them in the deepseek-v3 recipe"
+expect_no_out "... nothing on stdout"
+if [ -e "$TMP/o.txt" ]; then fail "... nothing written" "o.txt exists"; else pass "... nothing written"; fi
+# with the recipe's FP8 blockwise (subchannel) mixed precision the same optimizer is the deepseek-v3 recipe
+sed 's/^  bf16: true/  bf16: true\n  fp8: e4m3\n  fp8_recipe: blockwise/' "$TMP/dsopt.yaml" >"$TMP/dsfp8.yaml"
+same "bridge deepseek-v3, blockwise FP8 with BF16 moments" "--from $TMP/dsfp8.yaml $G --gpus 1024" \
+    "--from $DS --recipe deepseek-v3 $G --gpus 1024"
+# CUDA graphs (TE's attention and router scopes) and fine-grained offloading of the experts' inputs are plan options
+# (each changes these plans: the graphs Qwen3's host issue, the offloading DeepSeek-V3's saved activations)
+sed 's/^  moe_token_dispatcher_type: alltoall/&\n  cuda_graph_impl: transformer_engine\n  cuda_graph_scope: [attn, moe_router]/' \
+    "$D/mb_qwen3_30b_a3b_pretrain.yaml" >"$TMP/qg.yaml"
+same "bridge qwen3-30b-a3b with CUDA graphs" "--from $TMP/qg.yaml $G --gpus 16" \
+    "--from $D/mb_qwen3_30b_a3b_pretrain.yaml --cuda-graph-scope attn,moe_router $G --gpus 16"
+sed 's/^  moe_token_dispatcher_type: alltoall/&\n  fine_grained_activation_offloading: true\n  offload_modules: [moe_act, expert_fc1]/' \
+    "$D/mb_deepseek_v3_pretrain.yaml" >"$TMP/dso.yaml"
+same "bridge deepseek-v3 with fine-grained offloading" "--from $TMP/dso.yaml $G --gpus 1024" \
+    "--from $D/mb_deepseek_v3_pretrain.yaml --offload-modules expert_fc1,moe_act $G --gpus 1024"
 run plan --from "$D/mb_qwen3_30b_a3b_pretrain.yaml" $G --gpus 16 --explain
 expect_err "--explain: the catalog row and the fields that decided it" "the model is the catalog's qwen3-30b-a3b: these agree"
 expect_err "... the expert fields among them" "experts 128, experts_per_token 8, expert_ffn_hidden 768, dense_layers 0, router softmax"

@@ -120,9 +120,15 @@ static void test_bridge_and_titan(void)
               {"bf16_with_mxfp8_mixed", "mxfp8-param"},
               {"bf16-with-mxfp8-mixed", "mxfp8-param"}, /* the hyphen spelling it also registers */
               {"bf16_with_fp8_subchannel_scaling_mixed", "deepseek-v3"}};
+    /* blockwise (subchannel) is the deepseek-v3 recipe, whose Adam moments are BF16: the precision-aware optimizer's
+     * as Megatron-Bridge's YAML dump writes a torch.dtype */
+    static const char pao[] = "ddp:\n  use_distributed_optimizer: true\noptimizer:\n"
+                              "  use_precision_aware_optimizer: true\n  exp_avg_dtype:\n    _target_: torch.bfloat16\n"
+                              "    _call_: false\n  exp_avg_sq_dtype:\n    _target_: torch.bfloat16\n";
     for (size_t i = 0; i < sizeof mp / sizeof *mp; i++) {
-        char text[160];
-        snprintf(text, sizeof text, "train:\n  micro_batch_size: 1\nmixed_precision: %s\n", mp[i].name);
+        char text[512];
+        snprintf(text, sizeof text, "train:\n  micro_batch_size: 1\nmixed_precision: %s\n%s", mp[i].name,
+                 strstr(mp[i].name, "subchannel") ? pao : "");
         st = import_parse("mp.yaml", text, strlen(text), IMPORT_AUTO, &r, &e);
         CHECKF(st == ST_OK, "%s: %s", mp[i].name, e.msg);
         if (st) continue;
@@ -175,8 +181,11 @@ static void test_fp8_param_gather(void)
         {"d.sh", "--fp8-param-gather --fp8-format e4m3 --fp8-recipe mxfp8", "mxfp8-param", "FP8 weights", 0},
         {"e.sh", "--fp8-format e4m3 --fp8-recipe mxfp8", "mxfp8", "", 0},
         {"f.sh", "--fp8-format hybrid --fp8-recipe tensorwise", "te-fp8-current", "", 0},
-        {"g.sh", "--fp8-format hybrid --fp8-recipe blockwise --fp8-param-gather", "deepseek-v3",
-         "ignored: blockwise scaling has no FP8-parameter recipe", 1},
+        /* blockwise is the deepseek-v3 recipe: its BF16 Adam moments are the precision-aware optimizer's */
+        {"g.sh",
+         "--fp8-format hybrid --fp8-recipe blockwise --fp8-param-gather --use-distributed-optimizer "
+         "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16",
+         "deepseek-v3", "ignored: blockwise scaling has no FP8-parameter recipe", 1},
         {"h.sh", "--fp8-param-gather", "megatron-bf16", "ignored: no FP8 format given", 1},
         {"i.yaml",
          "train:\n  micro_batch_size: 1\nmixed_precision:\n  bf16: true\n"
