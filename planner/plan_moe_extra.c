@@ -25,7 +25,9 @@
  *          4 El + 2 kernels.
  *
  * The host issues each of these kernels as an operation of its own (moe_host: the forward's and the backward's
- * counts below). */
+ * counts below). Megatron-Core 0.18's fused expert MLP (--use-transformer-engine-op-fuser, plan --moe-fused-mlp:
+ * core_v0.18.0 experts.py _make_fused_ops, TE's GroupedLinear with its biases and ScaledClampedQGeGLU ops) runs
+ * both inside its fused ops: none of these. */
 #include "planner/plan_internal.h"
 
 void plan_moe_extras(const PlanInput *in, const Geo *g, MoeExtra *clamp, MoeExtra *bias)
@@ -33,7 +35,7 @@ void plan_moe_extras(const PlanInput *in, const Geo *g, MoeExtra *clamp, MoeExtr
     const ModelSpec *md = in->model;
     const MoeGeo *x = &g->x;
     *clamp = (MoeExtra){0}, *bias = (MoeExtra){0};
-    if (!(in->moe_host_ops > 0) || !x->E) return;
+    if (!(in->moe_host_ops > 0) || !x->E || in->moe_fused_mlp) return;
     double R = (double)x->rows, h = (double)g->h, Fe = (double)x->Fe_t, El = (double)x->El;
     if (md->glu_clamp > 0) *clamp = (MoeExtra){16 * R * Fe, 3, 30 * R * Fe, 7};
     if (md->expert_bias) *bias = (MoeExtra){12 * R * h, 2 * El + 1, 16 * R * h, 4 * El + 2};

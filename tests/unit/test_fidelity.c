@@ -394,18 +394,20 @@ static void test_measured_errors(void)
     CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA);
     CHECK_CONTAINS(e.msg, "row 2, column notes: offload_modules='expert_fc1,qkv_linear': 'qkv_linear' is not an "
                           "offload module");
-    /* the schedule a MoE run used: its all-to-all overlap, DualPipe and the SMs its all-to-alls hold */
+    /* the schedule a MoE run used: its all-to-all overlap, DualPipe and the SMs its all-to-alls hold; its experts as
+     * Transformer Engine's fused ops */
     moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,2,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
-          "\"ep=8; overlap_ep=0.5: a2a overlap; dualpipe=1 ep_comm_sms=20\",s\n";
+          "\"ep=8; overlap_ep=0.5: a2a overlap; dualpipe=1 ep_comm_sms=20 te_op_fuser=1\",s\n";
     snprintf(text, sizeof text, "%s%s", head, moe);
     CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
     measured_plan_input(&runs[0], &in);
-    CHECK(in.overlap_ep == 0.5 && in.dualpipe == 1 && in.ep_comm_sms == 20);
+    CHECK(in.overlap_ep == 0.5 && in.dualpipe == 1 && in.ep_comm_sms == 20 && in.moe_fused_mlp == 1);
     moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,ep=8,s\n";
     snprintf(text, sizeof text, "%s%s", head, moe);
     CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK);
     measured_plan_input(&runs[0], &in);
-    CHECK(in.overlap_ep == catalog_stack(c, "megatron-core")->overlap_ep && !in.dualpipe && !in.ep_comm_sms);
+    CHECK(in.overlap_ep == catalog_stack(c, "megatron-core")->overlap_ep && !in.dualpipe && !in.ep_comm_sms &&
+          !in.moe_fused_mlp);
     static const struct {
         const char *note, *want;
     } badn[] = {{"ep=8 overlap_ep=1.5", "'overlap_ep=' must be followed by a fraction in [0, 1]"},
@@ -413,6 +415,7 @@ static void test_measured_errors(void)
                 {"ep=8 overlap_ep=0x1", "'overlap_ep=' must be followed by a fraction in [0, 1] (got '0x1')"},
                 {"ep=8 overlap_ep=inf", "(got 'inf')"},
                 {"ep=8 dualpipe=2", "'dualpipe=' must be 1"},
+                {"ep=8 te_op_fuser=2", "'te_op_fuser=' must be 1"},
                 {"ep=8 ep_comm_sms=0", "'ep_comm_sms=' must be followed by a whole number"}};
     for (unsigned i = 0; i < sizeof badn / sizeof *badn; i++) {
         char row[512];
