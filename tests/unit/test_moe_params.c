@@ -196,6 +196,27 @@ static void test_catalog_checks(void)
         if (st == ST_OK && i == 0) CHECK(cd->models[0].expert_bias == 1 && cd->models[0].glu_clamp == 7.0);
         free(cd);
     }
+    /* a row written before the optional columns joined the header may leave them out (30 or 31 of 32 fields: read
+     * as empty); one that stops earlier is ragged */
+    static const struct {
+        const char *tail;
+        Status want;
+    } s[] = {{"", ST_OK}, {",yes", ST_OK}, {",yes,7", ST_OK}};
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        char t[2048];
+        snprintf(t, sizeof t, "%.*s,expert_bias,glu_clamp\n" BASE ",8,2,,16,,softmax,,,,,,,,%s\n", (int)strlen(hdr) - 1,
+                 hdr, s[i].tail);
+        Catalog *cd = calloc(1, sizeof *cd);
+        CHECKF(catalog_parse_models(cd, t, strlen(t), "m.csv", &e) == s[i].want, "short row %zu: %s", i, e.msg);
+        CHECK(cd->models[0].expert_bias == (i > 0) && cd->models[0].glu_clamp == (i > 1 ? 7.0 : 0.0));
+        free(cd);
+    }
+    char t[2048];
+    snprintf(t, sizeof t, "%.*s,expert_bias,glu_clamp\n" BASE ",8,2,,16,,softmax,,,,,,,\n", (int)strlen(hdr) - 1, hdr);
+    Catalog *cd = calloc(1, sizeof *cd);
+    CHECK(catalog_parse_models(cd, t, strlen(t), "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "m.csv: row 2: 29 fields, but the header has 32");
+    free(cd);
 }
 
 /* A small MoE model counted by hand: 4 layers, hidden 32, 4 heads of 8 (standard attention, kv 4), vocab 100,
