@@ -58,7 +58,9 @@ CELL_COL_ENUM(ROUTER, router_parse, "none, softmax or sigmoid")
     X(qk_rope_head_dim, U32_OR0, qk_rope_head_dim, 0, SMALL, "")   \
     X(v_head_dim, U32_OR0, v_head_dim, 0, SMALL, "")               \
     X(mtp_layers, U32_OR0, mtp_layers, 0, 16, "")                  \
-    X(source, TEXT, source, 0, 0, "")
+    X(source, TEXT, source, 0, 0, "")                              \
+    X(expert_bias, YESNO_OR_NO, expert_bias, 0, 0, "?")            \
+    X(glu_clamp, OPT_RANGE, glu_clamp, 0, 1e6, "?")
 
 const char *const catalog_model_columns = &(MODEL_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 
@@ -80,13 +82,18 @@ static Status check_model_ext(Cur *c, const ModelSpec *m)
             (st = must_be_unset(c, "expert_ffn_hidden", m->expert_ffn, dense)) ||
             (st = must_be_unset(c, "dense_layers", m->dense_layers, dense)) ||
             (st = must_be_unset(c, "router", m->router, dense)) ||
-            (st = must_be_unset(c, "router_groups", m->router_groups, dense)))
+            (st = must_be_unset(c, "router_groups", m->router_groups, dense)) ||
+            (st = must_be_unset(c, "expert_bias", (uint32_t)m->expert_bias, dense)) ||
+            (st = must_be_unset(c, "glu_clamp", m->glu_clamp > 0, dense)))
             return st;
     } else {
         if (!m->experts_per_token || m->experts_per_token > m->experts)
             return cell_bad(c, "experts_per_token", "'%s' must be in [1, experts = %u]",
                             cell_text(c, "experts_per_token"), m->experts);
         if (!m->expert_ffn) return cell_bad(c, "expert_ffn_hidden", "empty or 0: a MoE model needs the expert width");
+        if (m->glu_clamp > 0 && m->mlp != MLP_SWIGLU)
+            return cell_bad(c, "glu_clamp", "'%s': a clamp limit needs a gated MLP (mlp swiglu)",
+                            cell_text(c, "glu_clamp"));
         if (m->router == ROUTER_NONE)
             return cell_bad(c, "router", "empty or none: a MoE model needs softmax or sigmoid");
         if (m->dense_layers >= m->layers)

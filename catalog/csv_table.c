@@ -17,9 +17,11 @@ typedef struct {
     int ragged_row, ragged_n; /* first ragged record and its field count */
     char **cells;
     int ncells, capcells;
-    int max_rows; /* data rows allowed */
-    int stop;     /* 1: too many rows, 2: too many columns, 3: a bad byte; reading stops */
-    Err bad;      /* the bad byte's message (stop == 3) */
+    int max_rows;        /* data rows allowed */
+    const char *columns; /* csv_table_parse_cols's list (NULL: every row has the header's fields) */
+    int min_fields;      /* a data row may have this many fields or more, up to the header's */
+    int stop;            /* 1: too many rows, 2: too many columns, 3: a bad byte; reading stops */
+    Err bad;             /* the bad byte's message (stop == 3) */
 } Ctx;
 
 Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e)
@@ -86,6 +88,19 @@ static void drop_row(Ctx *c)
     c->nrow = 0;
 }
 
+/* 1 when `columns` (csv_table_expect's list) marks `name` optional ("?name"). */
+static int optional_col(const char *columns, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = columns; *p;) {
+        const char *q = strchr(p, ',');
+        size_t m = q ? (size_t)(q - p) : strlen(p);
+        if (*p == '?' && m == n + 1 && !strncmp(p + 1, name, n)) return 1;
+        p = q ? q + 1 : p + m;
+    }
+    return 0;
+}
+
 static void on_record(int term, void *data)
 {
     (void)term;
@@ -106,8 +121,11 @@ static void on_record(int term, void *data)
         t->ncols = c->nrow;
         c->row = NULL;
         c->nrow = c->caprow = 0;
+        c->min_fields = t->ncols;
+        while (c->columns && c->min_fields > 0 && optional_col(c->columns, t->head[c->min_fields - 1])) c->min_fields--;
         return;
     }
+    while (c->nrow < t->ncols && c->nrow >= c->min_fields && !c->oom) on_field(NULL, 0, c); /* left out: empty */
     if (c->nrow != t->ncols) {
         if (!c->ragged_row) {
             c->ragged_row = c->record;
@@ -145,7 +163,8 @@ void csv_table_free(CsvTable *t)
     t->ncols = t->nrows = 0;
 }
 
-Status csv_table_parse_max(const char *text, size_t len, const char *fname, int max_rows, CsvTable *t, Err *e)
+static Status parse_table(const char *text, size_t len, const char *fname, int max_rows, const char *columns,
+                          CsvTable *t, Err *e)
 {
     memset(t, 0, sizeof *t);
     t->fname = fname;
@@ -154,7 +173,7 @@ Status csv_table_parse_max(const char *text, size_t len, const char *fname, int 
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL))
         return err_set(e, ST_NOMEM, "%s: out of memory", fname);
-    Ctx c = {.t = t, .max_rows = max_rows};
+    Ctx c = {.t = t, .max_rows = max_rows, .columns = columns};
     /* in pieces, so that a file far past a limit stops being read at the limit */
     size_t off = 0, used = 0, piece = 0;
     int perr = 0;
@@ -192,6 +211,17 @@ Status csv_table_parse_max(const char *text, size_t len, const char *fname, int 
                        t->ncols);
     if (t->nrows == 0) return err_set(e, ST_DATA, "%s: no data rows after the header", fname);
     return ST_OK;
+}
+
+Status csv_table_parse_max(const char *text, size_t len, const char *fname, int max_rows, CsvTable *t, Err *e)
+{
+    return parse_table(text, len, fname, max_rows, NULL, t, e);
+}
+
+Status csv_table_parse_cols(const char *text, size_t len, const char *fname, int max_rows, const char *columns,
+                            CsvTable *t, Err *e)
+{
+    return parse_table(text, len, fname, max_rows, columns, t, e);
 }
 
 Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e)

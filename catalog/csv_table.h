@@ -29,6 +29,11 @@ enum { CSV_TABLE_MAX_ROWS = 65536, CSV_TABLE_MAX_COLS = 1024 };
  * reading, not after. */
 Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e);
 Status csv_table_parse_max(const char *text, size_t len, const char *fname, int max_rows, CsvTable *t, Err *e);
+/* csv_table_parse_max where a data row may stop before the header's last columns when every one it leaves out is
+ * optional in `columns` (csv_table_expect's list: '?' before a name): the cells it leaves out read as empty. A
+ * file's rows written before an optional column was added to its header still read. */
+Status csv_table_parse_cols(const char *text, size_t len, const char *fname, int max_rows, const char *columns,
+                            CsvTable *t, Err *e);
 
 /* The hygiene the parser applies (a byte-order mark is skipped with util/text.h's utf8_bom_len), for
  * readers that stream CSV themselves (catalog/csv_column.h): the check of one cell's bytes (the message

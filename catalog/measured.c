@@ -235,9 +235,12 @@ static Status parse_run(Cur *c, void *row)
         (st = note_dispatcher(c, &r->moe_dedup)) ||
         (st = note_bits(c, "unknown=", "an", "implementation choice", plan_unknown_parse, plan_unknown_format,
                         PLAN_UNK_ALL_, &r->unknown)) ||
-        (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
+        (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)) ||
+        (st = note_u32(c, "te_op_fuser=", &r->fused_mlp)))
         return st;
     if (r->dualpipe > 1) return cell_bad(c, "notes", "'dualpipe=' must be 1 (DeepSeek-V3's DualPipe schedule)");
+    if (r->fused_mlp > 1)
+        return cell_bad(c, "notes", "'te_op_fuser=' must be 1 (the experts as Transformer Engine's fused ops)");
     r->custom_pp_layout = strstr(cell_text(c, "notes"), "pp_layout=custom") != NULL;
     if (r->model->experts && !strstr(cell_text(c, "notes"), "ep="))
         return cell_bad(c, "notes",

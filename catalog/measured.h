@@ -40,6 +40,7 @@ typedef struct {
     unsigned graph_scope;  /* GRAPH_* from "cuda_graph_scope=LIST" (plan --cuda-graph-scope); 0 when absent */
     unsigned offload_mods; /* OFFLOAD_MOD_* from "offload_modules=LIST" (plan --offload-modules); 0 when absent */
     int moe_dedup; /* "dispatcher=deepep|hybridep" (MOE_DISPATCH_*) or alltoall / absent (0): plan --moe-dispatcher */
+    uint32_t fused_mlp;   /* "te_op_fuser=1": the experts as Transformer Engine's fused ops (plan --moe-fused-mlp) */
     uint32_t dualpipe;    /* "dualpipe=1": DeepSeek-V3's DualPipe schedule (plan --dualpipe); 0 = 1F1B */
     uint32_t ep_comm_sms; /* "ep_comm_sms=N": SMs the all-to-all kernels hold (plan --ep-comm-sms); 0 */
     double tok_s_gpu, step_s, tflops, mfu_pct, mem_gib; /* NAN when blank */

@@ -16,7 +16,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->recompute_mods = r->recompute_mods;
     in->mem_unknown = r->unknown;
     if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
-    in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
+    in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms, in->moe_fused_mlp = r->fused_mlp == 1;
     in->graph_scope = r->graph_scope, in->moe_dedup = r->moe_dedup, in->offload_mods = r->offload_mods;
     if (r->moe_capacity > 0) in->moe_capacity = r->moe_capacity;
     in->first_stage_layers = r->first;

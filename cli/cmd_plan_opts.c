@@ -188,6 +188,9 @@ static const CliOpt plan_opts[] = {
          MORE "expert_fc1 (dispatched tokens) and moe_act (FC1's output) wait in host memory"
          MORE "from forward to backward (2 layers' worth stay on the GPU); none"),
     {FN("offload-modules", read_moe, 'o', NULL)},
+    {"moe-fused-mlp", OPT_FLAG, IN(moe_fused_mlp), .set = 1,
+     .help = "the experts' FC1, activation and FC2 as Transformer Engine's fused ops (Megatron's"
+             MORE "--use-transformer-engine-op-fuser): no separate GLU clamps or expert bias adds"},
     {"vocab-pad", OPT_U32, IN(vocab_pad), .lo = 1, .arg = "N", .help = "pad the vocabulary to a multiple of N*tp (128)"},
     TEXT(0, "software stack (models/stacks.csv; each option below overrides the stack's value):"),
     {USE("stack", 0), .help = "megatron-core = nvidia-recipes (the default): NVIDIA's published performance"

@@ -62,6 +62,9 @@ typedef struct {
     unsigned recompute_mods; /* RECOMPUTE_MOD_* bits: modules recomputed in backward on top of `recompute` */
     unsigned graph_scope;    /* GRAPH_* bits: the parts of the layers captured as CUDA graphs (0: none) */
     unsigned offload_mods;   /* OFFLOAD_MOD_* bits: modules whose saved inputs wait in host memory (0: none) */
+    int moe_fused_mlp;       /* 1: the experts' FC1, activation and FC2 run as Transformer Engine's fused ops
+                                (Megatron-Core >= 0.18 --use-transformer-engine-op-fuser): a clamped GLU's clamps and
+                                biased experts' bias adds run inside them (plan_moe_extra.c) */
 
     /* implementation choices (PLAN_UNK_* bits, above): mem_savings are taken as facts (the terms are built with
      * them); mem_unknown are open: the terms are built without them (the high end) and plan_build adds the

@@ -453,6 +453,14 @@ double plan_ep_merged(const MergedLayer *m);
 /* The share of the chunk micro-batches the merged schedule runs unmerged (warm-up forwards, cool-down backwards):
  * on the first stage, of pp stages with vpp chunks each and m micro-batches (plan_moe_time.c). */
 double plan_unmerged_share(uint64_t pp, uint64_t vpp, uint64_t m);
+/* Memory-bound kernels one MoE layer and micro-batch adds for a model detail (plan_moe_extra.c): bytes moved and
+ * kernels launched, forward and backward. */
+typedef struct {
+    double fb, fk, bb, bk;
+} MoeExtra;
+/* A clamped GLU's clamps and biased experts' bias adds as Megatron-Core runs them (models.csv glu_clamp,
+ * expert_bias; zero for other models and stacks): per MoE layer and micro-batch on this rank. */
+void plan_moe_extras(const PlanInput *in, const Geo *g, MoeExtra *clamp, MoeExtra *bias);
 /* Model FLOPs per token of a MoE / MLA / MTP model (plan_moe_time.c): 6 x the weights a token multiplies + attention. */
 double moe_flops_per_token(const PlanInput *in, const Geo *g);
 

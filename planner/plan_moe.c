@@ -139,6 +139,10 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
                 in->moe_dedup == MOE_DISPATCH_DEEPEP ? "deepep" : "hybridep", md->name);
         return REJECT_KNOB;
     }
+    if (in->moe_fused_mlp && !spec_is_moe(md)) {
+        err_set(e, ST_USAGE, "--moe-fused-mlp: fuses the routed experts' MLP; %s has no experts", md->name);
+        return REJECT_KNOB;
+    }
     if ((in->graph_scope & GRAPH_FULL) && !(in->moe_capacity > 0)) {
         err_set(e, ST_USAGE,
                 "--cuda-graph-scope full: dropless routing gives every expert a data-dependent number of tokens, so "

@@ -37,7 +37,8 @@
  *                         dispatch: quantize 3Th; permute 2 R h b_d; chunk sort (below)
  *                         2 R h b_d; FC1 input cast
  *                         4Rh unless dispatched in FP8 (FP8 GEMMs); activation 6 R Fe
- *                         (GeLU 4); FC2 input cast 4 R Fe; chunk restore 2 R h b_c;
+ *                         (GeLU 4; a clamped GLU's clamps and biased experts'
+ *                         FC2 bias: plan_moe_extra.c); FC2 input cast 4 R Fe; chunk restore 2 R h b_c;
  *                         unpermute and weight
  *                         (R b_c + 2T) h; shared experts' activation 6 tok Fs and cast
  *                         4 tok Fs; residual 6Th;
@@ -210,8 +211,8 @@ static void op2k(Acc *a, Acc *part, ElemKind k, double bytes, double kernels)
  * forward activation and cast (shared_experts); part (LayerT router_k, perm_k, act_k), forward and backward: the
  * router's (scores and top-k, its backward, the small kernels), the permutes' (FP8 dispatch quantize, permute,
  * routing-weight gradient, unpermute) and the experts' activation with their FP8 input and gradient casts. */
-static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd, double *mod, double *shared,
-                        double part[3])
+static void moe_kernels(const PlanInput *in, const Geo *g, const MoeExtra ex[2], double *fwd, double *bwd, double *mod,
+                        double *shared, double part[3])
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
@@ -238,6 +239,8 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     if (sortc) op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
     if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, qf * R * h, qk);
     op2k(&f, &pa, ELEM_ACT, (sw ? 6 : 4) * R * Fe, 1);
+    for (int i = 0; i < 2; i++) /* a clamped GLU's clamps, biased experts' bias adds (plan_moe_extra.c) */
+        if (ex[i].fk > 0) op2k(&f, &pa, ELEM_ADD, ex[i].fb, ex[i].fk), op2k(&b, &pa, ELEM_ADD, ex[i].bb, ex[i].bk);
     if (f8) op2k(&f, &pa, ELEM_CAST, qf * R * Fe, qk);
     if (sortc) op2k(&f, &pp, ELEM_ADD, 2 * R * h * bc, 1);
     op2k(&f, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1);
@@ -269,17 +272,18 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
 /* The host issue of one MoE layer and micro-batch: the operations the host issues one by one (those of the parts not
  * captured as CUDA graphs, and one replay per captured part), forward and backward, times its time per operation.
  * What the GPU does meanwhile hides it: only the excess over the layer's GPU time of that direction counts. */
-static void moe_host(const PlanInput *in, double local_experts, LayerT *Lk)
+static void moe_host(const PlanInput *in, double local_experts, const MoeExtra ex[2], LayerT *Lk)
 {
     unsigned sc = in->graph_scope;
     double left[2] = {moe_host_ops_all[0], moe_host_ops_all[1]}, xops = in->expert_host_ops * local_experts;
+    double add[2] = {ex[0].fk + ex[1].fk, ex[0].bk + ex[1].bk}; /* the kernels plan_moe_extras adds, one op each */
     double replays = 0;
     for (int i = 0; i < GRAPH_SCOPE_COUNT_; i++)
         if (sc & (1u << i)) left[0] -= moe_host_scope_ops[i][0], left[1] -= moe_host_scope_ops[i][1], replays += 1;
-    if (sc & GRAPH_FULL) left[0] = left[1] = xops = 0, replays = 1; /* whole layers: one replay a direction */
+    if (sc & GRAPH_FULL) left[0] = left[1] = xops = add[0] = add[1] = 0, replays = 1; /* one replay a direction */
     double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
-    double hf = (left[0] * scale + xops / 3.0 + replays) * in->host_op_s;
-    double hb = (left[1] * scale + xops * 2.0 / 3.0 + replays) * in->host_op_s;
+    double hf = (left[0] * scale + xops / 3.0 + add[0] + replays) * in->host_op_s;
+    double hb = (left[1] * scale + xops * 2.0 / 3.0 + add[1] + replays) * in->host_op_s;
     double gf = Lk->gemm_f + Lk->attn_f + Lk->elem_f + Lk->tp_f + Lk->ep_f;
     double gb = Lk->gemm_b + Lk->attn_b + Lk->elem_b + Lk->tp_b + Lk->ep_b + Lk->rc_gemm + Lk->rc_attn + Lk->rc_elem;
     Lk->host_f = maxd(0.0, hf - gf), Lk->host_b = maxd(0.0, hb - gb);
@@ -378,7 +382,9 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     else
         af = le.fwd_attn, ab = le.bwd_attn;
     double mf = 0, mb = 0, mmod = 0, msh = 0, mpart[3] = {0};
-    if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh, mpart);
+    MoeExtra ex[2]; /* a clamped GLU, biased experts */
+    plan_moe_extras(in, g, &ex[0], &ex[1]);
+    if (x->E) moe_kernels(in, g, ex, &mf, &mb, &mmod, &msh, mpart);
     unsigned mods = in->recompute == RECOMPUTE_FULL ? 0 : in->recompute_mods;
     /* a norm run again for the layernorm module: read its input, write its output (2 + 2 B an element) */
     Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}}, bda = an;
@@ -479,9 +485,10 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         /* the modules (plan.h): a module run again costs its forward — its GEMMs, kernels and the share of the
          * layer's exposed TP collectives that is its own (one of `pairs`), a MoE module its all-to-alls too */
         if (mods & RECOMPUTE_MOD_MLA_UP) Lk->rc_gemm += rcmla;
-        if ((mods & RECOMPUTE_MOD_MOE_ACT) && k == XK_MOE)
+        if ((mods & RECOMPUTE_MOD_MOE_ACT) && k == XK_MOE) /* the activation and a clamped GLU's clamps */
             Lk->rc_elem +=
-                maxd(6.0 * (double)x->rows * (double)x->Fe_t / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s);
+                maxd(6.0 * (double)x->rows * (double)x->Fe_t / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s) +
+                maxd(ex[0].fb / gpu_elem_bw(in->gpu, in->eff_hbm), ex[0].fk * in->launch_s);
         if ((mods & RECOMPUTE_MOD_LAYERNORM) && (x->mla || k == XK_MOE))
             Lk->rc_elem += an.t * ((x->mla ? 1.0 : 0.0) + (k == XK_MOE ? 1.0 : 0.0));
         if ((mods & RECOMPUTE_MOD_MLP) && k == XK_DENSE)
@@ -492,7 +499,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         } else if ((mods & RECOMPUTE_MOD_SHARED) && k == XK_MOE && x->Fs_t) {
             Lk->rc_gemm += pf[XP_SHARED], Lk->rc_elem += msh + Lk->tp_f / pairs;
         }
-        if (k == XK_MOE && in->host_op_s > 0) moe_host(in, local, Lk);
+        if (k == XK_MOE && in->host_op_s > 0) moe_host(in, local, ex, Lk);
     }
 }
 

@@ -76,6 +76,14 @@ typedef struct {
      * sharing the embedding and the LM head; not part of the published main-model count. */
     uint32_t mtp_layers;
     char source[SPEC_SOURCE_MAX];
+
+    /* The routed experts' details (models.csv's optional last columns; 0: none). expert_bias: the experts' FC1
+     * and FC2 carry biases (GPT-OSS); glu_clamp: a clamped GLU's limit (GPT-OSS 7.0: the gated half clamped
+     * above at 7, the linear half to [-7, 7]). Timed where the stack's MoE layer is Megatron-Core's
+     * (plan_moe_time.c); the biases are not counted as parameters (GPT-OSS-120B: 36 layers x 128 experts x
+     * (2 x 2880 + 2880) = 39.8 M of 117 B, 0.03 %). */
+    int expert_bias;
+    double glu_clamp;
 } ModelSpec;
 
 /* 1 when the model has routed experts / latent attention. */

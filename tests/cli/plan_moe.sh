@@ -167,6 +167,8 @@ bad "empty CUDA graph scope" 64 "--cuda-graph-scope 'attn,': an empty scope name
 bad "whole-layer graphs of dropless layers" 64 "--cuda-graph-scope full: dropless routing" \
     plan $M --dp 4 --ep 4 --cuda-graph-scope full
 bad "unknown dispatcher" 64 "--moe-dispatcher: 'nccl' is not alltoall, deepep or hybridep" plan $M --dp 4 --ep 4 --moe-dispatcher nccl
+bad "a fused expert MLP for a dense model" 64 "--moe-fused-mlp: fuses the routed experts' MLP; llama3-8b has no experts" \
+    plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --moe-fused-mlp
 bad "a dispatcher for a dense model" 64 "--moe-dispatcher deepep: llama3-8b has no experts" \
     plan --model llama3-8b --gpu h100-sxm --recipe bf16 --moe-dispatcher deepep
 bad "HybridEP for a dense model" 64 "--moe-dispatcher hybridep: llama3-8b has no experts" \

@@ -169,6 +169,54 @@ static void test_catalog_checks(void)
     CHECK(catalog_parse_models(c, text, strlen(text), "m.csv", &e) == ST_DATA);
     CHECK_CONTAINS(e.msg, "column linear_bias");
     free(c);
+    /* the experts' details, optional last columns expert_bias and glu_clamp (GPT-OSS: yes, 7): on a MoE model only,
+     * the clamp on a gated MLP only */
+    static const struct {
+        const char *mlp, *ext, *tail;
+        Status want;
+        const char *part;
+    } d[] = {
+        {"swiglu", ",8,2,,16,,softmax,,,,,,,,", "yes,7", ST_OK, ""},
+        {"swiglu", ",8,2,,16,,softmax,,,,,,,,", ",", ST_OK, ""},
+        {"swiglu", ",,,,,,,,,,,,,,", "yes,", ST_DATA,
+         "m.csv: row 2, column expert_bias: 'yes' is given, but experts is 0"},
+        {"swiglu", ",,,,,,,,,,,,,,", ",7", ST_DATA, "column glu_clamp: '7' is given, but experts is 0"},
+        {"gelu", ",8,2,,16,,softmax,,,,,,,,", ",7", ST_DATA, "column glu_clamp: '7': a clamp limit needs a gated MLP"},
+        {"swiglu", ",8,2,,16,,softmax,,,,,,,,", ",-1", ST_DATA, "column glu_clamp"},
+        {"swiglu", ",8,2,,16,,softmax,,,,,,,,", "maybe,", ST_DATA, "column expert_bias: 'maybe' is not yes or no"},
+    };
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        char t[2048];
+        snprintf(t, sizeof t, "%.*s,expert_bias,glu_clamp\nm,4,32,64,4,4,8,100,16,rmsnorm,%s,rope,no,no,src,%s,%s\n",
+                 (int)strlen(hdr) - 1, hdr, d[i].mlp, d[i].ext, d[i].tail);
+        Catalog *cd = calloc(1, sizeof *cd);
+        Status st = catalog_parse_models(cd, t, strlen(t), "m.csv", &e);
+        CHECKF(st == d[i].want, "row %zu: status %d: %s", i, st, e.msg);
+        if (d[i].want != ST_OK) CHECK_CONTAINS(e.msg, d[i].part);
+        if (st == ST_OK && i == 0) CHECK(cd->models[0].expert_bias == 1 && cd->models[0].glu_clamp == 7.0);
+        free(cd);
+    }
+    /* a row written before the optional columns joined the header may leave them out (30 or 31 of 32 fields: read
+     * as empty); one that stops earlier is ragged */
+    static const struct {
+        const char *tail;
+        Status want;
+    } s[] = {{"", ST_OK}, {",yes", ST_OK}, {",yes,7", ST_OK}};
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        char t[2048];
+        snprintf(t, sizeof t, "%.*s,expert_bias,glu_clamp\n" BASE ",8,2,,16,,softmax,,,,,,,,%s\n", (int)strlen(hdr) - 1,
+                 hdr, s[i].tail);
+        Catalog *cd = calloc(1, sizeof *cd);
+        CHECKF(catalog_parse_models(cd, t, strlen(t), "m.csv", &e) == s[i].want, "short row %zu: %s", i, e.msg);
+        CHECK(cd->models[0].expert_bias == (i > 0) && cd->models[0].glu_clamp == (i > 1 ? 7.0 : 0.0));
+        free(cd);
+    }
+    char t[2048];
+    snprintf(t, sizeof t, "%.*s,expert_bias,glu_clamp\n" BASE ",8,2,,16,,softmax,,,,,,,\n", (int)strlen(hdr) - 1, hdr);
+    Catalog *cd = calloc(1, sizeof *cd);
+    CHECK(catalog_parse_models(cd, t, strlen(t), "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "m.csv: row 2: 29 fields, but the header has 32");
+    free(cd);
 }
 
 /* A small MoE model counted by hand: 4 layers, hidden 32, 4 heads of 8 (standard attention, kv 4), vocab 100,

@@ -481,14 +481,14 @@ static void test_recipe_consistency(void)
 }
 
 /* The header lists models.csv and gpus.csv are read with, generated from their X-macro column lists
- * (catalog/catalog.c MODEL_COLUMNS, GPU_COLUMNS): the shipped files' order, the optional GPU columns marked. */
+ * (catalog/catalog.c MODEL_COLUMNS, GPU_COLUMNS): the shipped files' order, the optional columns marked. */
 static void test_column_lists(void)
 {
     CHECK_STR(catalog_model_columns,
               "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,tied_embeddings,"
               "linear_bias,qk_norm,experts,experts_per_token,shared_experts,expert_ffn_hidden,dense_layers,router,"
               "router_groups,router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim,"
-              "mtp_layers,source");
+              "mtp_layers,source,?expert_bias,?glu_clamp");
     CHECK_STR(
         catalog_gpu_columns,
         "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"

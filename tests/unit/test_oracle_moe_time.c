@@ -4,8 +4,8 @@
  * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c), the SMs DeepEP's and
  * HybridEP's kernels hold while they overlap compute, Megatron-Core's merged 1F1B all-to-all schedule (with its
  * unmerged warm-up and cool-down), the TP
- * overlap TE's userbuffers lose beside it on Hopper, and a host profile's grouped GEMM with this executor's
- * recomputed expert output.
+ * overlap TE's userbuffers lose beside it on Hopper, a host profile's grouped GEMM with this executor's
+ * recomputed expert output, and the kernels a clamped GLU and biased experts add.
  * Every expected value is arithmetic in the comments, never a value the planner produced. */
 #include <math.h>
 #include <string.h>
@@ -470,6 +470,46 @@ static void test_host_grouped_gemm(void)
     CHECK_REL(e1.time.expert_gemm_s - e0.time.expert_gemm_s, 2.4e-4, 1e-9);
 }
 
+/* A clamped GLU and biased experts (models.csv glu_clamp, expert_bias: GPT-OSS) as Megatron-Core runs them
+ * (plan_moe_extra.c), on the MoE layer of ox_moe: 512 tokens, top 2, ep 1, so R = 1,024 rows over El = 8 local
+ * experts, h 256, Fe 128. Element-wise kernels at 1 GB/s (a byte a ns), no launch floor:
+ *   clamp   forward 16 R Fe = 16 x 1,024 x 128 = 2,097,152 B, backward 30 R Fe = 3,932,160 B
+ *   bias    forward 12 R h = 12 x 1,024 x 256 = 3,145,728 B, backward 16 R h = 4,194,304 B
+ *   both    13,369,344 B: the step grows by 13,369,344 ns; with --recompute-modules moe_act the clamps' forward
+ *           again: + 2,097,152 = 15,466,496 ns over the same plan without the two details.
+ * A stack whose MoE layer is not Megatron-Core's (moe_host_ops 0): no change. The host issues them one operation
+ * each: forward 3 + (2 El + 1) = 20, backward 7 + (4 El + 2) = 41; on an infinitely fast GPU at 10 us an operation
+ * the layer's host issue grows from 2,610 us (test_host_issue) by (20 + 41) x 10 = 610 us to 3,220 us. With the
+ * experts as Transformer Engine's fused ops (--moe-fused-mlp) neither runs apart: 2,610 us again. */
+static void test_clamp_and_expert_bias(void)
+{
+    ModelSpec m0 = ox_moe(512), m = m0;
+    m.glu_clamp = 7.0, m.expert_bias = 1;
+    GpuSpec g = fx_gpu();
+    g.elem_bw = 1e9;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in0 = fx_input(&m0, &g, &r), in = fx_input(&m, &g, &r);
+    in0.launch_s = in.launch_s = 0, in0.gbs = in.gbs = 1;
+    Plan p0, p;
+    if (!build(&in0, &p0) || !build(&in, &p)) return;
+    CHECK_NEAR(p.time.step_s, p0.time.step_s, 0); /* no Megatron-Core MoE layer */
+    in0.moe_host_ops = in.moe_host_ops = 213, in0.expert_host_ops = in.expert_host_ops = 6;
+    if (!build(&in0, &p0) || !build(&in, &p)) return;
+    CHECKF(fabs(p.time.step_s - p0.time.step_s - 13369344e-9) < 1e-12, "the step grows by %.3f ns, expected 13,369,344",
+           (p.time.step_s - p0.time.step_s) * 1e9);
+    in0.recompute_mods = in.recompute_mods = RECOMPUTE_MOD_MOE_ACT;
+    if (!build(&in0, &p0) || !build(&in, &p)) return;
+    CHECKF(fabs(p.time.step_s - p0.time.step_s - 15466496e-9) < 1e-12,
+           "moe_act: the step grows by %.3f ns, expected 15,466,496", (p.time.step_s - p0.time.step_s) * 1e9);
+    g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30, g.elem_bw = 0;
+    in.recompute_mods = 0, in.host_op_s = 10e-6;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 3220e-6) < 1e-9, "host issue %.3f us, expected 3,220", p.time.moe_host_s * 1e6);
+    in.moe_fused_mlp = 1;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 2610e-6) < 1e-9, "fused: %.3f us, expected 2,610", p.time.moe_host_s * 1e6);
+}
+
 int main(void)
 {
     RUN(test_host_issue);
@@ -484,5 +524,6 @@ int main(void)
     RUN(test_unmerged_share);
     RUN(test_overlap_ep_fraction);
     RUN(test_tp_overlap_beside_merged_a2a);
+    RUN(test_clamp_and_expert_bias);
     return test_summary();
 }
