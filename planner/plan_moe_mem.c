@@ -198,8 +198,16 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
     }
     if (k == XK_MOE && x->E) {
         /* the router's backward: its logits and d(scores) fp32 and d(logits) BF16 a (token, expert), d(weights) fp32 a
-         * (token, slot); the MoE block's input gradient [tok_r, h] (router and combine summed before the residual) */
-        b = ck_add(ck, b, ck_mul(ck, g->tok_r, ck_add(ck, 10 * (uint64_t)x->E, 4 * (uint64_t)x->topk)));
+         * (token, slot); the MoE block's input gradient [tok_r, h] (router and combine summed before the residual).
+         * d(scores) is the score function's output gradient over every expert: Megatron-Core's sigmoid router
+         * (core_v0.16.0 moe_utils.py topk_routing_with_score_function: scores = torch.gather(sigmoid(logits), 1,
+         * top_indices)) gets it from the gather's backward, a [tok, experts] tensor beside SigmoidBackward's output;
+         * TE's fused router takes the [tok, experts] gradient of routing_probs. This executor's sigmoid router
+         * (fusion fp8plan) keeps none: its router_bwd goes from d(weights) [tok, top-k] through the normalisation
+         * and the sigmoid row by row into the logits' buffer (exec/model/model_moe_route.c; a softmax router keeps
+         * one for its auxiliary loss's gradient, exec/model/model_moe.c model_moe_transient) */
+        uint64_t per_e = in->fusion == FUSE_FP8PLAN && md->router == ROUTER_SIGMOID ? 6 : 10;
+        b = ck_add(ck, b, ck_mul(ck, g->tok_r, ck_add(ck, per_e * x->E, 4 * (uint64_t)x->topk)));
         b = ck_add(ck, b, ck_mul3(ck, g->tok_r, h, 2));
         /* the attention's widest output gradient, d(QKV), which a layer without a dense FFN has not counted (with
          * latent attention the up-projections' output gradients below); this executor's d(Q, K, V) is the buffer

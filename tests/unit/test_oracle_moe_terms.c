@@ -439,6 +439,42 @@ static void test_moe_buffers_own_rows_at_etp(void)
     }
 }
 
+/* The router's backward working set per (token, expert): Megatron-Core's sigmoid router keeps the fp32 gradient of
+ * the sigmoid's output over every expert (core_v0.16.0 moe_utils.py topk_routing_with_score_function: the
+ * torch.gather of the top-k scores backpropagates into a [tok, experts] tensor) beside d(logits), as the softmax
+ * router keeps its scores' gradient: 4 (logits or their fp32 gradient) + 4 (d(scores)) + 2 (d(logits) BF16) = 10 B.
+ * This executor's sigmoid router (fusion fp8plan) goes from d(weights) through the normalisation and the sigmoid
+ * row by row into the logits' buffer and keeps no d(scores): 6 B. ox_moe(128) with a vocabulary of 100, one
+ * micro-batch of 512 tokens; the MoE layer's working set is the peak (test_oracle_moe.c
+ * test_zero3_gathers_the_larger_kind works it out: 3,846,144 B, the router's part 512 x (8 x 10 + 2 x 4) = 45,056;
+ * the dense layer's at FFN 128 is 917,504; the loss's 512 x 100 x 6 = 307,200, under this executor's LM-head
+ * backward with dX and d(residual) 2 x 512 x 256 x 2 = 524,288 and its MoE buffers 512 x 8 x 4 + 1,024 rows x 256
+ * x 2 = 540,672 beside it: 1,372,160). So 3,846,144 under Transformer Engine's fusion with either router and under
+ * fp8plan's with the softmax one; fp8plan's sigmoid router 512 x 8 x 4 = 16,384 less: 3,829,760. */
+static void test_router_dscores_by_stack(void)
+{
+    static const struct {
+        KernelFusion fusion;
+        RouterType router;
+        uint64_t transient;
+    } rows[] = {{FUSE_TE, ROUTER_SOFTMAX, 3846144},
+                {FUSE_TE, ROUTER_SIGMOID, 3846144},
+                {FUSE_FP8PLAN, ROUTER_SOFTMAX, 3846144},
+                {FUSE_FP8PLAN, ROUTER_SIGMOID, 3829760}};
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ModelSpec m = ox_moe(128);
+        m.router = rows[i].router, m.vocab = 100;
+        PlanInput in = fx_input(&m, &g, &r);
+        in.gbs = 1, in.fusion = rows[i].fusion;
+        Plan p;
+        if (!build(&in, &p)) return;
+        CHECKF(p.mem[MT_TRANSIENT].bytes == rows[i].transient, "row %zu: transient %llu, by hand %llu", i,
+               (unsigned long long)p.mem[MT_TRANSIENT].bytes, (unsigned long long)rows[i].transient);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -454,5 +490,6 @@ int main(void)
     RUN(test_fp8_copies_each_way);
     RUN(test_fractional_rows_round_up);
     RUN(test_moe_buffers_own_rows_at_etp);
+    RUN(test_router_dscores_by_stack);
     return test_summary();
 }
