@@ -21,10 +21,8 @@ if [ ! -x "$build/gpu/gpu_kernels" ]; then
     skip_build "selftest" "the GPU programs are built only with CUDA; none in $build"
 else
     # the stages' limits are the GPU's; the CPU standing in gets about cores / load of a core on a shared machine
-    # (at a load of 20 on 2 cores calibrate's 1.1 s of CPU took 34 s of its 60 s): the limits scaled by the load
-    # average over the cores, rounded up (1 on a quiet machine)
-    scale=$(awk -v n="$(nproc)" '{ s = int($1 / n); if (s < $1 / n) s++; print (s < 1 ? 1 : s) }' /proc/loadavg 2>/dev/null)
-    GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 GPU_CHECK_LIMIT_SCALE=${scale:-1} \
+    # (at a load of 20 on 2 cores calibrate's 1.1 s of CPU took 34 s of its 60 s): the limits scaled by load_scale
+    GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 GPU_CHECK_LIMIT_SCALE=$(load_scale) \
         sh "$root/tests/gpu/gpu_check.sh" "$build" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     if python3 -c 'import torch' >/dev/null 2>&1; then
