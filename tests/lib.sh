@@ -23,6 +23,19 @@ skip() { skipped=$((skipped + 1)); echo "skip - $1 ($2)"; }
 skip_hw() { skip "$1" "hardware: $2"; }
 skip_build() { skip "$1" "build: $2"; }
 skip_load() { skip "$1" "load: $2"; }
+# load_busy: true when the 1-minute load average passes the cores, the case in which a timing check that missed
+# twice is a skip_load, not a failure; LOAD is set to the load average and CORES to the cores, for its reason
+load_busy() {
+    LOAD=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null) CORES=$(nproc 2>/dev/null || echo 1)
+    awk -v l="${LOAD:-0}" -v n="$CORES" 'BEGIN { exit !(l > n) }'
+}
+# load_scale: the 1-minute load average over the cores, rounded up, at least 1 (1 where /proc/loadavg is not): what
+# a hang guard (a time limit, not a checked figure) is multiplied by where a busy machine gives a process about
+# cores / load of a core
+load_scale() {
+    awk -v n="$(nproc 2>/dev/null || echo 1)" '{ s = int($1 / n); if (s < $1 / n) s++ } END { print (s < 1 ? 1 : s) }' \
+        /proc/loadavg 2>/dev/null || echo 1
+}
 
 # run ARGS...: runs fp8plan, leaving stdout in $TMP/out, stderr in $TMP/err, status in $rc.
 run() { "$FP8PLAN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }

@@ -67,6 +67,13 @@ Status stream_read_text(FILE *f, const char *name, char **buf, size_t *len, Err 
     return read_stream(f, name, FILE_READ_MAX, 1, buf, len, e);
 }
 
+double file_clock_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 /* A FIFO (a named pipe, or `--trace <(cmd)`'s /dev/fd/N): opened without blocking, then wait up to
  * FIFO_WAIT_MS for a writer. With no data yet, a non-blocking read says which: EAGAIN = a writer holds
  * the pipe open, 0 = none does. A byte that arrives while we look is pushed back. */
@@ -76,9 +83,10 @@ static Status open_fifo(const char *path, FILE **out, Err *e)
     if (fd < 0) return err_set(e, ST_NOINPUT, "cannot open %s: %s", path, strerror(errno));
     unsigned char c;
     ssize_t got = 0;
-    for (int waited = 0;; waited += 10) {
+    const double start = file_clock_ms(); /* the wait by the clock: on a loaded machine each 10 ms sleep takes longer */
+    for (;;) {
         got = read(fd, &c, 1);
-        if (got != 0 || waited >= FIFO_WAIT_MS) break;
+        if (got != 0 || file_clock_ms() - start >= FIFO_WAIT_MS) break;
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
     }
     int err = errno;

@@ -255,11 +255,11 @@ Status outfile_open_flags(OutFile *o, const char *path, unsigned flags, Err *e)
     if (o->kind == OUT_INPLACE) {
         /* a FIFO: wait a while for its reader (`fp8plan -o p & cat p` races), never forever; OUT_NOWAIT
          * (the TUI) not at all */
-        int waited = 0, limit = flags & OUT_NOWAIT ? 0 : FIFO_WAIT_MS;
+        const int limit = flags & OUT_NOWAIT ? 0 : FIFO_WAIT_MS;
+        const double start = file_clock_ms(); /* by the clock, not the polls (util/fileio.h) */
         while ((fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)) < 0 && errno == ENXIO &&
-               waited < limit) {
+               file_clock_ms() - start < limit) {
             nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
-            waited += 50;
         }
         if (fd < 0 && errno == ENXIO)
             return err_set(e, ST_CANTCREAT, "cannot write %s: no process is reading this FIFO%s", path,

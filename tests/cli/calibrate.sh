@@ -22,12 +22,13 @@ TINY="--model gpt2-124m --layers 2 --hidden 32 --heads 2 --seq 16 --vocab 128"
 cat="$TMP/cat"
 
 # ---- one rank ----
-start=$(date +%s)
+# each run timed (its wall seconds appended to $TMP/took): the check below takes the quickest
+timed() { local t0=$(date +%s); run "$@"; echo $(($(date +%s) - t0)) >>"$TMP/took"; }
 # --gbs as run takes it (issue 46: calibrate refused it, so a run's flags could not be given)
-run calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
+timed calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
 if [ "$rc" -eq 75 ]; then # the profile did not hold on this shared machine: once more
     first=$(tail -n 1 "$TMP/err")
-    run calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
+    timed calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
 fi
 if [ "$rc" -eq 75 ]; then
     load=$(sed -n 's/.*\(load average [0-9.]* before, [0-9.]* after\).*/\1/p' "$TMP/err" | head -n 1)
@@ -50,8 +51,20 @@ else
         fail "the written profile says how it was judged" "$(grep '^host,' "$cat/gpus.csv" | head -c 900)"
     fi
 fi
-took=$(($(date +%s) - start))
-if [ "$took" -le 60 ]; then pass "calibrate --quick takes seconds ($took s)"; else fail "calibrate --quick took $took s"; fi
+# a timing check: the quickest run within 60 s; past it after one run, timed once more (a scratch catalog); past it
+# twice on a machine busier than its cores, skipped naming the load (issue 47), else a failure
+took=$(sort -n "$TMP/took" | head -n 1)
+if [ "$took" -gt 60 ] && [ "$(wc -l <"$TMP/took")" -eq 1 ]; then
+    cp "$TMP/out" "$TMP/out.keep" && cp "$TMP/err" "$TMP/err.keep"
+    rc_keep=$rc
+    timed calibrate --backend cpu $TINY --gbs 4 --quick --allow-noisy -o "$TMP/retimed"
+    cp "$TMP/out.keep" "$TMP/out" && cp "$TMP/err.keep" "$TMP/err"
+    rc=$rc_keep
+    took=$(sort -n "$TMP/took" | head -n 1)
+fi
+if [ "$took" -le 60 ]; then pass "calibrate --quick takes seconds ($took s)"
+elif load_busy; then skip_load "calibrate --quick takes seconds" "$(tr '\n' ' ' <"$TMP/took")s at load average $LOAD on $CORES cores"
+else fail "calibrate --quick took $took s" "runs: $(tr '\n' ' ' <"$TMP/took")s, load average $LOAD"; fi
 expect_line "the judgement's table" '  gemm bf16 +GFLOP/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
 expect_line "... judging MS-AMP O1's optimizer (o1_optim_gbps)" '  o1 optimizer +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
 expect_line "the load average printed" '  load average \(1 min, /proc/loadavg\): ([0-9.]+|unknown) before, ([0-9.]+|unknown) after'
@@ -238,6 +251,9 @@ if ! command -v mpirun >/dev/null 2>&1; then
     finish
     exit
 fi
+# the 2-rank runs measure every op's sweep and train, minutes on a busy machine: their hang guard times load_scale
+# (at load 25-27, nice 10, the profile below ran past the plain 120 s, and every check after it failed with it)
+MPI_TIMEOUT=$((MPI_TIMEOUT * $(load_scale)))
 mpi_run 2 "$FP8PLAN" calibrate $TINY --quick --allow-noisy -o "$TMP/cat2"
 expect_eq "calibrate under mpirun -np 2" "$rc" 0
 # the all-to-all's per-message sweep is judged per protocol like the compute figures (its spread at 4 x 3 = 12

@@ -20,8 +20,10 @@ fi
 if [ ! -x "$build/gpu/gpu_kernels" ]; then
     skip_build "selftest" "the GPU programs are built only with CUDA; none in $build"
 else
-    GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 sh "$root/tests/gpu/gpu_check.sh" "$build" \
-        >"$TMP/out" 2>"$TMP/err"
+    # the stages' limits are the GPU's; the CPU standing in gets about cores / load of a core on a shared machine
+    # (at a load of 20 on 2 cores calibrate's 1.1 s of CPU took 34 s of its 60 s): the limits scaled by load_scale
+    GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 GPU_CHECK_LIMIT_SCALE=$(load_scale) \
+        sh "$root/tests/gpu/gpu_check.sh" "$build" >"$TMP/out" 2>"$TMP/err"
     rc=$?
     if python3 -c 'import torch' >/dev/null 2>&1; then
         echo "skip - torch-absent behaviour (PyTorch is importable here)"
@@ -86,6 +88,13 @@ else
     if [ -f "$TMP/self/summary.txt" ] && [ -f "$TMP/self/log.txt" ]; then pass "selftest: summary.txt and log.txt"; else fail "selftest: summary or log missing"; fi
     n_files=$(find "$TMP/self" -type f | wc -l)
     if [ "$n_files" -le 8 ]; then pass "selftest: $n_files files (a device call returns 8 at most)"; else fail "selftest: $n_files files"; fi
+
+    GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/bad GPU_CHECK_LIMIT_SCALE=0 sh "$root/tests/gpu/gpu_check.sh" "$build" \
+        >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect_rc "a limit scale of 0 refused" 64
+    expect_err "... naming it" "GPU_CHECK_LIMIT_SCALE=0: a whole number, 1 or more"
+    if [ -d "$TMP/bad" ]; then fail "... before making a results folder"; else pass "... before making a results folder"; fi
 
     # an unexpected error keeps the rows measured before it: a FAIL row naming the cause, the CSV
     # committed, exit 70; the stage's time limit (SIGTERM) the same with exit 124

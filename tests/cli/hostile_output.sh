@@ -84,14 +84,21 @@ timeout 20 cat "$TMP/d/pipe" >"$TMP/fromfifo2"
 wait "$writer"
 expect_eq "a FIFO whose reader comes a second later: exit 0" "$(cat "$TMP/late.rc")" 0
 if grep -q '^name,' "$TMP/fromfifo2"; then pass "the late reader got the CSV"; else fail "the late reader got the CSV"; fi
-# nobody ever reads: an error after 10 s, not a hang
-start=$(date +%s)
-timeout 30 "$FP8PLAN" gpus --format csv -o "$TMP/d/pipe" >"$TMP/out" 2>"$TMP/err" # a hang would be 124
-rc=$?
-took=$(($(date +%s) - start))
+# nobody ever reads: an error after 10 s, not a hang (the wait's length a timing check: once more when it is off,
+# then a skip naming the load on a machine busier than its cores)
+unread() {
+    start=$(date +%s)
+    timeout 30 "$FP8PLAN" gpus --format csv -o "$TMP/d/pipe" >"$TMP/out" 2>"$TMP/err" # a hang would be 124
+    rc=$?
+    took=$(($(date +%s) - start))
+}
+unread
+[ "$took" -ge 9 ] && [ "$took" -le 15 ] || unread
 expect_rc "a FIFO nobody reads: exit 73" 73
 expect_err "a FIFO nobody reads: said so" "no process is reading this FIFO (waited 10 s)"
-if [ "$took" -ge 9 ] && [ "$took" -le 15 ]; then pass "it waited about 10 s ($took s)"; else fail "waited $took s"; fi
+if [ "$took" -ge 9 ] && [ "$took" -le 15 ]; then pass "it waited about 10 s ($took s)"
+elif load_busy; then skip_load "it waited about 10 s" "$took s, twice out of 9-15 s, at load average $LOAD on $CORES cores"
+else fail "waited $took s" "expected about 10 (load average $LOAD)"; fi
 
 # --- refusals: a directory, a missing directory, a block device (root only: mknod)
 run gpus -o "$TMP/d"

@@ -57,6 +57,14 @@ rec_bytes() { # FILE NAME: the byte count of the first record named NAME
 }
 expect_eq "the gathered master record: 8,778 x 4 B" "$(rec_bytes "$TMP/ck.bin" master.shard)" 35112
 expect_eq "the gathered other-parameter master record: 4,819 x 4 B" "$(rec_bytes "$TMP/ck.bin" other.master.shard)" 19276
+# its i32 layer, before the u64: -1, a record of no one block (a shard spans them all)
+rec_layer() { # FILE NAME: the layer of the first record named NAME
+    local off
+    off=$(grep -abo "$2" "$1" | head -1 | cut -d: -f1)
+    [ -n "$off" ] && od -An -t d4 -j $((off - 12)) -N 4 "$1" | tr -d ' '
+}
+expect_eq "the master shard's record: layer -1" "$(rec_layer "$TMP/ck.bin" master.shard)" -1
+expect_eq "the Adam v shard's record: layer -1" "$(rec_layer "$TMP/ck.bin" adam_v.shard)" -1
 
 # a sharded checkpoint is not a plain run's: tiny-odd has 16 parameter tensors (wte, wpe, final LN
 # w and b; per layer LN1 w, b, QKV w, b, proj w, b, LN2 w, b, FC1 w, b, FC2 w, b); megatron-bf16 keeps

@@ -33,7 +33,10 @@
 #
 # Knobs (environment): GPU_CHECK_OUT, GPU_CHECK_LAYERS (8), GPU_CHECK_TOKENS
 # (4096 = micro-batch 2 × seq 2048), GPU_CHECK_STEPS (8), GPU_CHECK_SEED,
-# GPU_CHECK_BUDGET (465 s: every stage's limit is cut to what is left of it).
+# GPU_CHECK_BUDGET (465 s: every stage's limit is cut to what is left of it),
+# GPU_CHECK_LIMIT_SCALE (selftest only, a whole number, default 1: the budget and
+# every stage's limit multiplied by it; the limits are the GPU's, and the CPU
+# standing in on a shared machine gets a fraction of a core: tests/cli/gpu_check.sh).
 #
 # Binaries: the ones in BUILD_DIR when they load; otherwise `make gpu-build`.
 # A GPU machine whose image lacks the build dependencies (libcsv-dev, nvcc
@@ -70,6 +73,16 @@ TOKENS=${GPU_CHECK_TOKENS:-4096}
 STEPS=${GPU_CHECK_STEPS:-8}
 SEED=${GPU_CHECK_SEED:-$(date +%s)}
 BUDGET=${GPU_CHECK_BUDGET:-465}
+LIMIT_SCALE=1
+if [ "$SELFTEST" = 1 ]; then
+    LIMIT_SCALE=${GPU_CHECK_LIMIT_SCALE:-1}
+    case $LIMIT_SCALE in '' | *[!0-9]* | 0)
+        echo "gpu-check: GPU_CHECK_LIMIT_SCALE=$LIMIT_SCALE: a whole number, 1 or more" >&2
+        exit 64
+        ;;
+    esac
+    BUDGET=$((BUDGET * LIMIT_SCALE))
+fi
 mkdir -p "$OUTDIR" || exit 73
 : >"$OUTDIR/run.csv" # the steps' blocks, then the nccl stage's (removed at the end when empty)
 LOG=$OUTDIR/log.txt
@@ -144,7 +157,7 @@ cat "$OUTDIR/env.tmp" | tee -a "$LOG"
 
 status=0
 run_stage() { # seconds name command... — the limit is cut to what is left of the budget
-    limit=$1 name=$2
+    limit=$(($1 * LIMIT_SCALE)) name=$2
     shift 2
     left=$((BUDGET - ($(date +%s) - t_start)))
     [ "$left" -lt "$limit" ] && limit=$left

@@ -54,6 +54,9 @@ static void test_layout_dp4(void)
         const ArenaSpec *g = spec_named(&s, gemm[k]), *o = spec_named(&s, other[k]);
         CHECK(g && g->elements == 2195 && g->dtype == DT_FP32);
         CHECK(o && o->elements == 677);
+        /* a shard spans every block of its class: layer -1, the tag a checkpoint's record of it carries
+         * (exec/ckpt/ckpt.h: i32 layer, -1 when not per block; tests/cli/mpi_resume.sh reads it in the file) */
+        CHECK(g && g->layer == -1 && o && o->layer == -1);
     }
     CHECK_EQ_U64(bytes[MT_MASTER_GEMM], 8780); /* 2,195 x 4: the plan's ceil */
     CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 8780);
@@ -171,7 +174,8 @@ static void test_moe_layout(void)
     CHECK_EQ_INT(arena_specs_bytes(&s, bytes, &e), ST_OK);
     const ArenaSpec *xm = spec_named(&s, "expert.master.shard"), *xv = spec_named(&s, "expert.adam_v.shard");
     CHECK(xm && xm->elements == 1536 && xm->dtype == DT_FP32 && xv && xv->elements == 1536);
-    CHECK(spec_named(&s, "expert.grad.shard") == NULL); /* ZeRO-1: gradients whole */
+    CHECK(xm && xm->layer == -1 && xv && xv->layer == -1); /* the experts' shards span every MoE layer */
+    CHECK(spec_named(&s, "expert.grad.shard") == NULL);    /* ZeRO-1: gradients whole */
     const ArenaSpec *rb = spec_named(&s, "router.expert_bias");
     CHECK(rb && rb->term == MT_ROUTER_BIAS && rb->dtype == DT_FP32 && rb->elements == 4);
     static const struct {

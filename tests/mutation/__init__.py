@@ -1,0 +1,1 @@
+"""tests/mutation — the parts of tests/mutate.py (make mutate): see that file's docstring."""
