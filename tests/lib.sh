@@ -29,6 +29,16 @@ load_busy() {
     LOAD=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null) CORES=$(nproc 2>/dev/null || echo 1)
     awk -v l="${LOAD:-0}" -v n="$CORES" 'BEGIN { exit !(l > n) }'
 }
+# timed_twice FN LO HI: runs FN, which sets $took (seconds), and once more when $took is outside LO..HI (a timing
+# check gets one retry)
+timed_twice() { "$1"; [ "$took" -ge "$2" ] && [ "$took" -le "$3" ] || "$1"; }
+# judge_took NAME LO HI: after timed_twice, passes NAME when $took is within LO..HI; else a skip naming the load on a
+# machine busier than its cores (load_busy); else a failure
+judge_took() {
+    if [ "$took" -ge "$2" ] && [ "$took" -le "$3" ]; then pass "$1 ($took s)"
+    elif load_busy; then skip_load "$1" "$took s, twice out of $2-$3 s, at load average $LOAD on $CORES cores"
+    else fail "$1: took $took s" "expected $2-$3 s (load average $LOAD)"; fi
+}
 # load_scale: the 1-minute load average over the cores, rounded up, at least 1 (1 where /proc/loadavg is not): what
 # a hang guard (a time limit, not a checked figure) is multiplied by where a busy machine gives a process about
 # cores / load of a core

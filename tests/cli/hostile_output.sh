@@ -92,13 +92,10 @@ unread() {
     rc=$?
     took=$(($(date +%s) - start))
 }
-unread
-[ "$took" -ge 9 ] && [ "$took" -le 15 ] || unread
+timed_twice unread 9 15
 expect_rc "a FIFO nobody reads: exit 73" 73
 expect_err "a FIFO nobody reads: said so" "no process is reading this FIFO (waited 10 s)"
-if [ "$took" -ge 9 ] && [ "$took" -le 15 ]; then pass "it waited about 10 s ($took s)"
-elif load_busy; then skip_load "it waited about 10 s" "$took s, twice out of 9-15 s, at load average $LOAD on $CORES cores"
-else fail "waited $took s" "expected about 10 (load average $LOAD)"; fi
+judge_took "it waited about 10 s" 9 15
 
 # --- refusals: a directory, a missing directory, a block device (root only: mknod)
 run gpus -o "$TMP/d"

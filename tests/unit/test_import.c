@@ -7,18 +7,8 @@
 #include <string.h>
 
 #include "import/import.h"
+#include "support/import_fixtures.h"
 #include "test.h"
-
-/* The flags as one string ("--stack megatron-lm --tp 2 ..."). */
-static const char *joined(const ImportResult *r)
-{
-    static char buf[2048];
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < r->argc && n + 1 < sizeof buf; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", r->argv[i]);
-    return buf;
-}
 
 static void test_script_words(void)
 {
@@ -43,8 +33,8 @@ static void test_script_words(void)
     if (st) return;
     CHECK(r.fmt == IMPORT_MEGATRON);
     /* the commented pipeline flag is gone; world 2 x 2 = 4 GPUs; no global batch: mbs x DP */
-    CHECKF(!strcmp(joined(&r), "--stack megatron-lm --tp 2 --seq 128 --sp --gpus 4 --recipe megatron-bf16"), "%s",
-           joined(&r));
+    CHECKF(!strcmp(fx_import_flags(&r), "--stack megatron-lm --tp 2 --seq 128 --sp --gpus 4 --recipe megatron-bf16"),
+           "%s", fx_import_flags(&r));
     CHECK(r.have_model);
     CHECK_EQ_U64(r.model.layers, 4);
     CHECK_EQ_U64(r.model.hidden, 256);
@@ -83,9 +73,9 @@ static void test_llama_defaults(void)
     CHECK(r.model.norm == NORM_RMSNORM && r.model.mlp == MLP_SWIGLU && r.model.pos == POS_ROPE);
     CHECK(!r.model.tied_embeddings && !r.model.linear_bias);
     CHECK(!r.gbs_per_dp);
-    CHECKF(!strcmp(joined(&r), "--stack megatron-lm --dist-opt --overlap-dp on --main-grad bf16 --gbs 64 "
-                               "--recompute full --recipe te-fp8-current"),
-           "%s", joined(&r));
+    CHECKF(!strcmp(fx_import_flags(&r), "--stack megatron-lm --dist-opt --overlap-dp on --main-grad bf16 --gbs 64 "
+                                        "--recompute full --recipe te-fp8-current"),
+           "%s", fx_import_flags(&r));
     import_free(&r);
 }
 
@@ -105,9 +95,10 @@ static void test_bridge_and_titan(void)
         CHECK(r.fmt == IMPORT_BRIDGE);
         CHECK_EQ_U64(r.model.kv_heads, 2); /* num_query_groups alone means GQA in TransformerConfig */
         CHECK(!r.model.tied_embeddings);
-        CHECKF(!strcmp(joined(&r), "--stack megatron-core --seq 32 --grad-acc-fusion off --tp 2 --mbs 2 --gbs 16 "
-                                   "--main-grad fp32 --recipe megatron-bf16"),
-               "%s", joined(&r));
+        CHECKF(!strcmp(fx_import_flags(&r),
+                       "--stack megatron-core --seq 32 --grad-acc-fusion off --tp 2 --mbs 2 --gbs 16 "
+                       "--main-grad fp32 --recipe megatron-bf16"),
+               "%s", fx_import_flags(&r));
         import_free(&r);
     }
     /* Megatron-Bridge's mixed-precision recipe names: every FP8 one but subchannel sets fp8_param_gather True
@@ -151,9 +142,10 @@ static void test_bridge_and_titan(void)
     if (!st) {
         CHECK(!strcmp(r.model_name, "llama3-70b"));
         CHECK_EQ_INT(r.model_line, 3);
-        CHECKF(!strcmp(joined(&r), "--stack torchtitan --tp 2 --mbs 3 --seq 4096 --dp 4 --zero 3 --recompute op "
-                                   "--recipe torchao-fp8-rowwise"),
-               "%s", joined(&r));
+        CHECKF(!strcmp(fx_import_flags(&r),
+                       "--stack torchtitan --tp 2 --mbs 3 --seq 4096 --dp 4 --zero 3 --recompute op "
+                       "--recipe torchao-fp8-rowwise"),
+               "%s", fx_import_flags(&r));
         import_free(&r);
     }
 }
@@ -284,7 +276,7 @@ static void test_moe(void)
         Status st = import_parse(c[i].name, text, strlen(text), IMPORT_AUTO, &r, &e);
         CHECKF(st == ST_OK, "%s: %s", c[i].name, e.msg);
         if (st) continue;
-        CHECKF(!strcmp(joined(&r), c[i].flags), "%s: %s", c[i].name, joined(&r));
+        CHECKF(!strcmp(fx_import_flags(&r), c[i].flags), "%s: %s", c[i].name, fx_import_flags(&r));
         const ModelSpec *m = &r.model;
         static const char *const router[] = {"none", "softmax", "sigmoid"};
         char got[160];
@@ -314,9 +306,9 @@ static void test_moe(void)
     if (!st) {
         CHECK(!strcmp(r.model_name, "deepseek-v3-nomtp"));
         /* compile.components without "model": the layers run eager */
-        CHECKF(!strcmp(joined(&r),
+        CHECKF(!strcmp(fx_import_flags(&r),
                        "--stack torchtitan --ep 8 --etp 1 --zero 3 --kernels eager --swiglu unfused --recipe bf16"),
-               "%s", joined(&r));
+               "%s", fx_import_flags(&r));
         import_free(&r);
     }
 }

@@ -8,18 +8,8 @@
 #include <string.h>
 
 #include "import/import.h"
+#include "support/import_fixtures.h"
 #include "test.h"
-
-/* The flags as one string ("--stack megatron-lm --tp 2 ..."). */
-static const char *joined(const ImportResult *r)
-{
-    static char buf[2048];
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < r->argc && n + 1 < sizeof buf; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", r->argv[i]);
-    return buf;
-}
 
 /* Files with these settings: {file, text, the flags}. DENSE7 is a dense model of 7 layers with BF16 and the
  * distributed optimizer, MOE3 one of 3 layers and 8 experts. */
@@ -120,7 +110,7 @@ static void test_accepted(void)
         Status st = import_parse(c[i].name, c[i].text, strlen(c[i].text), IMPORT_AUTO, &r, &e);
         CHECKF(st == ST_OK, "%s: %s", c[i].name, e.msg);
         if (st) continue;
-        CHECKF(!strcmp(joined(&r), c[i].flags), "%s: %s", c[i].name, joined(&r));
+        CHECKF(!strcmp(fx_import_flags(&r), c[i].flags), "%s: %s", c[i].name, fx_import_flags(&r));
         import_free(&r);
     }
 }
