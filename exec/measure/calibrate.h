@@ -249,12 +249,16 @@ int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a,
  * host the FP32 all-reduce's [0, 256 KiB) line missed a size by 23 % (and put 512 B at 2.6 us, below the sweep's
  * 3.1 us at 256 B), the FP32 reduce-scatter's ranges by 26 and 35 %, and the plan of TP's small all-reduces (the
  * loss's, the norms' gradients) inherited it.
+ * cut > 0: a boundary the sizes are first split at whatever the lines' errors, [0, cut) and [cut, no end), when
+ * each side holds 2 sizes or more (else no cut), each side then split as above: send/recv at MPI's eager limit L
+ * (cut L + 1), a protocol change the sizes' errors may place elsewhere (a size past the limit on the eager line)
+ * or not at all (calibrate_link.c calibrate_links).
  * out (CAL_FIT_RANGES_MAX): op, path (link_path_of(op, dt)), from, to, lat = a / steps, bw = 1 / b (0 when b
  * is 0). Returns the count, 0 when no line fits (fewer than 2 points, a time <= 0). */
 enum { CAL_FIT_RANGES_MAX = 5 };
 _Static_assert((CAL_MAX_SWEEPS - 1) * CAL_FIT_RANGES_MAX + 2 <= CAL_MAX_FITS,
                "links.csv holds every payload sweep's ranges and the two per-message fits");
-int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out);
+int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, uint64_t cut, CalRange *out);
 /* The links.csv path of sweep s's fits: LINK_PATH_FP32_GRAD for the gradient sweep, LINK_PATH_FP32_EMB for the tied
  * embedding's, else link_path_of(op, dtype). */
 LinkPath cal_sweep_path(const CalSweep *s);

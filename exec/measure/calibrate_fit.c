@@ -250,18 +250,26 @@ static int best_split(const CalColl *c, const double *x, const double *y, const 
     if (best < 0) return -1;
     one_range(c, x, y, lo, best, op, dt, n, a);
     one_range(c, x, y, best, hi, op, dt, n, b);
+    a->fit.from = r->fit.from; /* a forced cut's start (cal_fit_ranges), else r's first size's as before */
     a->fit.to = c[best].payload, b->fit.to = r->fit.to;
     return 0;
 }
 
-int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out)
+int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, uint64_t cut, CalRange *out)
 {
     if (nc < 2 || nc > CAL_MAX_SIZES || n < 2) return 0;
     double x[CAL_MAX_SIZES], y[CAL_MAX_SIZES], f = comm_bus_factor(op, (uint64_t)n);
     for (int i = 0; i < nc; i++) x[i] = (double)c[i].payload * f, y[i] = c[i].seconds;
-    if (one_range(c, x, y, 0, nc, op, dt, n, &out[0])) return 0;
-    int nr = 1, stuck[CAL_FIT_RANGES_MAX] = {0}; /* stuck: no split of that range beats it */
-    while (nr < CAL_FIT_RANGES_MAX) {            /* split the range that misses most, while one misses past the bound */
+    int k = 0, nr = 1; /* k: the first size at or past the cut */
+    while (cut && k < nc && c[k].payload < cut) k++;
+    if (cut && k >= 2 && nc - k >= 2) { /* a line each side of the cut, the cut their boundary */
+        if (one_range(c, x, y, 0, k, op, dt, n, &out[0]) || one_range(c, x, y, k, nc, op, dt, n, &out[1])) return 0;
+        out[0].fit.to = out[1].fit.from = cut;
+        nr = 2;
+    } else if (one_range(c, x, y, 0, nc, op, dt, n, &out[0]))
+        return 0;
+    int stuck[CAL_FIT_RANGES_MAX] = {0}; /* stuck: no split of that range beats it */
+    while (nr < CAL_FIT_RANGES_MAX) {    /* split the range that misses most, while one misses past the bound */
         int w = -1;
         for (int i = 0; i < nr; i++)
             if (!stuck[i] && out[i].max_err > CAL_FIT_ERR_MAX && (w < 0 || out[i].max_err > out[w].max_err)) w = i;

@@ -17,7 +17,8 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * operands and output; at most CAL_LINK_EVICT), repeated for cal_coll_gap(out->p2p_fwd_s) before each call of
  * the ops cal_coll_gapped names (out->coll_gap_s; once where it is 0), the ranks together (calibrate_link.c says
  * why not late), then
- * fitted (cal_fit_ranges) into out->sweep and out->range. The all-to-all also at its smallest call and at the
+ * fitted (cal_fit_ranges; send/recv's cut at MPI's eager limit, probed first: out->eager_limit) into out->sweep and
+ * out->range. The all-to-all also at its smallest call and at the
  * na2a payloads a2a (expert parallelism's calls of the model: cal_ep_sizes), every other op also at the nrun
  * payloads run (tensor parallelism's calls: cal_tp_sizes); cal_sweep_sizes merges them. a2a or run may be NULL
  * when its count is 0. Send/recv as 1F1B's neighbouring stages meet it instead: pairs of ranks exchange a message

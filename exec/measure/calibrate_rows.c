@@ -288,10 +288,13 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     else if (s && s->grad) /* calibrate_link.c GRAD_SWEEP */
         put(&t, "each call after %.3g ms of compute, its payload and receive buffer then flushed (a gradient), ",
             1e3 * c->coll_gap_s);
-    else if (!per_msg && r->fit.op == OP_SEND_RECV) /* calibrate_link.c p2p_call */
+    else if (!per_msg && r->fit.op == OP_SEND_RECV) { /* calibrate_link.c p2p_call */
         put(&t, "as 1F1B's neighbouring stages meet it (a send after %.1f ms of compute, or %.1f, then %.1f on), ",
             1e3 * c->p2p_fwd_s, 1e3 * (c->p2p_fwd_s + c->p2p_bwd_s), 1e3 * c->p2p_fwd_s);
-    else if (!per_msg && cal_coll_gapped((CommOp)r->fit.op) && c->coll_gap_s > 0) /* calibrate_link.c sweep_size */
+        const uint64_t L = c->eager_limit; /* the ranges cut at L + 1 (calibrate_links) */
+        if (L && r->fit.to && r->fit.to <= L + 1) put(&t, "eager (<= %llu B), ", (unsigned long long)L);
+        if (L && r->fit.from > L) put(&t, "rendezvous (> %llu B), ", (unsigned long long)L);
+    } else if (!per_msg && cal_coll_gapped((CommOp)r->fit.op) && c->coll_gap_s > 0) /* calibrate_link.c sweep_size */
         put(&t, "each call after %.3g ms of compute, as a layer's collectives follow its GEMMs, ", 1e3 * c->coll_gap_s);
     if (s && r->count > 0 && r->first + r->count <= s->n) {
         put_size(&t, s->pt[r->first].payload);

@@ -343,6 +343,12 @@ lim=$(awk -F, '$4 == "eager" && $5 == 0 && $6 + 0 > 1 { e = $6 } $4 == "rendezvo
     END { if (e != "" && e == r) print e - 1; else print "none" }' "$TMP/cat2/links.csv")
 if [ "$lim" != none ]; then pass "links.csv: the all-to-all's eager limit ($lim B) splits its eager and rendezvous rows"; else
     fail "links.csv: eager and rendezvous rows meeting at the eager limit" "$(grep -E 'eager|rendezvous' "$TMP/cat2/links.csv")"; fi
+# send/recv's fits cut at the same limit (its sweep has 3 sizes each side of it here: 64, 256, 1 KiB; 4, 16, 64 KiB):
+# a row ends at limit + 1 and says eager, the next starts there and says rendezvous
+p2p=$(awk -F, -v c="$lim" '$3 == "send/recv" && $6 == c + 1 && index($0, "eager (<= " c " B)") { e = 1 }
+    $3 == "send/recv" && $5 == c + 1 && index($0, "rendezvous (> " c " B)") { r = 1 } END { print e + r }' "$TMP/cat2/links.csv")
+if [ "$lim" != none ] && [ "$p2p" = 2 ]; then pass "links.csv: send/recv's rows cut at MPI's eager limit ($lim B)"; else
+    fail "links.csv: send/recv's rows cut at the eager limit" "$(grep 'send/recv' "$TMP/cat2/links.csv")"; fi
 # a TP 2 run: each TP collective's time planned at its own op's fit (the profile measured above) beside the
 # measured, checked +-15 % with a verdict. Whether this machine meets +-15 % depends on its load (docs/calibrate.md
 # gives the figures measured); the suite checks that every TP collective is planned, measured and judged, not

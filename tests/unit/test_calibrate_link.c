@@ -349,8 +349,8 @@ static void test_every_op(void)
     every_op(1);
 }
 
-/* A communicator that knows its eager limit (scripted: 1,000 B) adds the all-to-all's per-message sweep after the
- * twelve: the run's messages are its payloads / 2 ranks (16, 1,000 and 4,096 B) beside L/16 = 62, L/4 = 250, L/2 =
+/* A communicator that knows its eager limit (scripted: 1,000 B) cuts send/recv's fit there and adds the all-to-all's
+ * per-message sweep after the twelve: the run's messages are its payloads / 2 ranks (16, 1,000 and 4,096 B) beside L/16 = 62, L/4 = 250, L/2 =
  * 500, L, L + 1, 2L, 4L and 16L = 16,000 B, each call one E4M3 message of b bytes a rank (the script: 5 us +
  * 2b x 1/2 / (5 GB/s / 4)), so both protocols' lines come out at 5 us a message and 1.25 GB/s, split at 1,001 B. */
 static Status s_eager(Comm *c, uint64_t max, uint64_t *out, Err *e)
@@ -378,14 +378,24 @@ static void test_per_message(void)
     Status st = calibrate_links(&bk, &c, 4096, 1 << 20, ep, 3, NULL, 0, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK_EQ_INT(cal.nsweep, 13);
-    CHECK_EQ_INT(cal.nrange, 14);
+    CHECK_EQ_INT(cal.nrange, 15);
     CHECK(cal.eager_limit == 1000 && cal.msg_evict > 0);
+    /* send/recv's sweep (the eighth: 64, 256, 1024, 4096 B, the script's one line) in two ranges cut at the limit,
+     * L + 1 = 1001: 64 and 256 B eager, 1024 and 4096 B rendezvous, each the script's line */
+    const CalRange *p = &cal.range[7];
+    CHECK(p[0].fit.op == OP_SEND_RECV && p[0].fit.from == 0 && p[0].fit.to == 1001 && p[0].count == 2);
+    CHECK(p[1].fit.op == OP_SEND_RECV && p[1].fit.from == 1001 && p[1].fit.to == 0 && p[1].count == 2);
+    for (int k = 0; k < 2; k++) {
+        CHECKF(fabs(p[k].fit.lat / script_a(OP_SEND_RECV) - 1) < 1e-5, "send/recv %d: latency %g", k, p[k].fit.lat);
+        CHECKF(fabs(p[k].fit.bw / script_b(OP_SEND_RECV, DT_BF16) - 1) < 1e-5, "send/recv %d: bandwidth %g", k,
+               p[k].fit.bw);
+    }
     const CalSweep *s = &cal.sweep[12];
     CHECK(s->per_msg && s->op == OP_ALL_TO_ALL);
     static const int want[10] = {16, 62, 250, 500, 1000, 1001, 2000, 4000, 4096, 16000};
     CHECK_EQ_INT(s->n, 10);
     for (int i = 0; i < 10 && i < s->n; i++) CHECK_EQ_INT((int)s->pt[i].payload, want[i]);
-    const CalRange *r = &cal.range[12];
+    const CalRange *r = &cal.range[13];
     CHECK(r[0].fit.path == LINK_PATH_EAGER && r[0].fit.from == 0 && r[0].fit.to == 1001 && r[0].count == 5);
     CHECK(r[1].fit.path == LINK_PATH_RENDEZVOUS && r[1].fit.from == 1001 && r[1].fit.to == 0 && r[1].count == 5);
     for (int k = 0; k < 2; k++) { /* the times pass through a float (the slowest-rank sync): relative 1e-5 */

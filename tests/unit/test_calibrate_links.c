@@ -71,7 +71,7 @@ static void test_fit_ranges(void)
     const double A1[] = {2e-6, 2e-6, 2e-6, 2e-6}, B1[] = {1e9, 1e9, 1e9, 1e9};
     int n = sweep_of(S1, A1, B1, 4, 0.5, c);
     CHECK_REL(c[3].seconds, 4.048e-6, 1e-12);
-    CHECK(cal_fit_ranges(c, n, OP_ALL_GATHER, DT_BF16, 2, r) == 1);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_GATHER, DT_BF16, 2, 0, r) == 1);
     CHECK(r[0].fit.op == OP_ALL_GATHER && r[0].fit.path == LINK_PATH_BYTES);
     CHECK(r[0].fit.from == 0 && r[0].fit.to == 0 && r[0].first == 0 && r[0].count == 4);
     CHECK_REL(r[0].fit.lat, 2e-6, 1e-9);
@@ -87,7 +87,7 @@ static void test_fit_ranges(void)
     const double B2[] = {0.5e9, 0.5e9, 0.5e9, 1e9, 1e9, 1e9, 0.25e9, 0.25e9};
     n = sweep_of(S2, A2, B2, 8, 1.0, c);
     CHECK_REL(c[7].seconds, 4294.304e-6, 1e-12);
-    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, r) == 3);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, 0, r) == 3);
     const uint64_t from[] = {0, 4096, 262144}, to[] = {4096, 262144, 0};
     const double lat[] = {2e-6, 10e-6, 50e-6}, bw[] = {0.5e9, 1e9, 0.25e9};
     for (int i = 0; i < 3; i++) {
@@ -109,7 +109,7 @@ static void test_fit_ranges(void)
     n = sweep_of(S3, A3, B3, 10, 1.0, c);
     CHECK_REL(c[8].seconds, 43943.04e-6, 1e-12);
     CHECK_REL(c[9].seconds, 169772.16e-6, 1e-12);
-    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, r) == 4);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, 0, r) == 4);
     const uint64_t from4[] = {0, 4096, 262144, 4194304}, to4[] = {4096, 262144, 4194304, 0};
     const double lat4[] = {2e-6, 10e-6, 50e-6, 1000e-6}, bw4[] = {0.5e9, 1e9, 0.25e9, 0.1e9};
     for (int i = 0; i < 4; i++) {
@@ -133,7 +133,7 @@ static void test_fit_ranges(void)
     const double B5[] = {0.5e9, 0.5e9, 0.5e9, 1e9, 1e9, 0.25e9, 0.25e9, 0.25e9};
     n = sweep_of(S5, A5, B5, 8, 1.0, c);
     CHECK_REL(c[1].seconds, 2e-6, 1e-12);
-    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, r) == 3);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, 0, r) == 3);
     CHECK(r[0].fit.from == 0 && r[0].fit.to == 1024 && r[0].count == 2);
     CHECK_REL(r[0].fit.lat, 0.6e-6 / 0.26 / 2, 1e-9);
     CHECK(r[0].fit.bw == 0);
@@ -145,11 +145,56 @@ static void test_fit_ranges(void)
     /* back to the three regimes: */
     n = sweep_of(S2, A2, B2, 8, 1.0, c);
     /* the small and medium regimes alone: two ranges, split at 4096; the BF16 path */
-    CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_BF16, 2, r) == 2);
+    CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_BF16, 2, 0, r) == 2);
     CHECK(r[0].fit.to == 4096 && r[1].fit.from == 4096 && r[1].fit.to == 0 && r[1].fit.path == LINK_PATH_BF16);
+    /* send/recv over 2 ranks (bus factor 1, 1 step) across MPI's eager limit L = 4,040 B (cut L + 1 = 4041): eager
+     * 64, 256, 1024 B at 2 us + S / 1 GB/s (2.064, 2.256, 3.024 us); rendezvous 4096, 16384, 65536 B at 20 us +
+     * S / 4 GB/s (21.024, 24.096, 36.384 us) and 262144, 1048576 B at 100 us + S / 1 GB/s (362.144, 1148.576 us).
+     * With the cut: [0, 4041) 2 us and 1 GB/s, [4041, ...) then split where its errors say, at 262144: [4041,
+     * 262144) 20 us and 4 GB/s, [262144, no end) 100 us and 1 GB/s, every line exact. A cut with one size below it
+     * (100: only 64 B) is no cut. */
+    const uint64_t S6[] = {64, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
+    const double A6[] = {2e-6, 2e-6, 2e-6, 20e-6, 20e-6, 20e-6, 100e-6, 100e-6};
+    const double B6[] = {1e9, 1e9, 1e9, 4e9, 4e9, 4e9, 1e9, 1e9};
+    n = sweep_of(S6, A6, B6, 8, 1.0, c);
+    CHECK_REL(c[2].seconds, 3.024e-6, 1e-12);
+    CHECK_REL(c[3].seconds, 21.024e-6, 1e-12);
+    CHECK_REL(c[7].seconds, 1148.576e-6, 1e-12);
+    CHECK(cal_fit_ranges(c, n, OP_SEND_RECV, DT_BF16, 2, 4041, r) == 3);
+    const uint64_t from6[] = {0, 4041, 262144}, to6[] = {4041, 262144, 0};
+    const double lat6[] = {2e-6, 20e-6, 100e-6}, bw6[] = {1e9, 4e9, 1e9};
+    for (int k = 0; k < 3; k++) {
+        CHECKF(r[k].fit.from == from6[k] && r[k].fit.to == to6[k], "range %d: [%llu, %llu)", k,
+               (unsigned long long)r[k].fit.from, (unsigned long long)r[k].fit.to);
+        CHECK(r[k].fit.op == OP_SEND_RECV && r[k].fit.path == LINK_PATH_BYTES && r[k].count == (k == 2 ? 2 : 3));
+        CHECK_REL(r[k].fit.lat, lat6[k], 1e-6);
+        CHECK_REL(r[k].fit.bw, bw6[k], 1e-6);
+        CHECK(r[k].max_err < 1e-9);
+    }
+    /* a 2,048 B message (eager) is planned on the eager line: 2 us + 2048 B / 1 GB/s = 4.048 us */
+    CHECK_REL(plan_link_call(&r[0].fit, OP_SEND_RECV, 2, 2048, NULL, NULL), 4.048e-6, 1e-6);
+    /* Without the cut the errors split the sweep in four: [0, 1024), [1024, 16384), [16384, 262144), [262144, no
+     * end), the middle two of 2 sizes each. [1024, 16384) holds 1024 B (eager, 3.024 us) and 4096 B (rendezvous,
+     * 21.024 us): their line's intercept is negative (slope 18 us / 3072 B: 3.024 - 6.0 = -2.976 us), so it is a line
+     * through 0, t = b S with b = sum(w S t) / sum(w S^2), w = 1 / t^2: (1024 / 3.024 + 4096 / 21.024) /
+     * ((1024 / 3.024)^2 + (4096 / 21.024)^2) = 533.45 / 152623 us/B: 286.1 MB/s, 31.9 % off 4096 B's time. The
+     * 2,048 B eager message is planned at 2048 x b = 7.158 us, 1.77x its 4.048. A cut with one size below it (100:
+     * only 64 B) is no cut. */
+    const uint64_t nocut[] = {0, 100};
+    for (int i = 0; i < 2; i++) {
+        CHECKF(cal_fit_ranges(c, n, OP_SEND_RECV, DT_BF16, 2, nocut[i], r) == 4, "cut %llu",
+               (unsigned long long)nocut[i]);
+        CHECK(r[0].fit.to == 1024 && r[1].fit.from == 1024 && r[1].fit.to == 16384 && r[2].fit.to == 262144);
+        const double x0 = 1024 / 3.024, x1 = 4096 / 21.024, b = (x0 + x1) / (x0 * x0 + x1 * x1) * 1e-6;
+        CHECK(r[1].fit.lat == 0);
+        CHECK_REL(r[1].fit.bw, 1 / b, 1e-9);
+        CHECK_REL(r[1].max_err, 1 - 4096 * b / 21.024e-6, 1e-9);
+        CHECK_REL(plan_link_call(&r[1].fit, OP_SEND_RECV, 2, 2048, NULL, NULL), 2048 * b, 1e-9);
+        CHECK(2048 * b > 7.15e-6 && 2048 * b < 7.16e-6);
+    }
     /* nothing to fit: one point, one rank */
-    CHECK(cal_fit_ranges(c, 1, OP_ALL_REDUCE, DT_FP32, 2, r) == 0);
-    CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_FP32, 1, r) == 0);
+    CHECK(cal_fit_ranges(c, 1, OP_ALL_REDUCE, DT_FP32, 2, 0, r) == 0);
+    CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_FP32, 1, 0, r) == 0);
 }
 
 static void test_link_call(void)

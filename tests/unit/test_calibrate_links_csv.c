@@ -220,6 +220,29 @@ static void test_link_row(void)
     CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
     const char *q = strchr(row, '"');
     CHECKF(q && strlen(q) - 2 <= 255, "%zu characters: %s", q ? strlen(q) - 2 : 0, row);
+    /* send/recv's ranges cut at MPI's eager limit (4,040 B: [0, 4041) and [4041, no end)) say their protocol; a range
+     * of both (a profile without the limit) says neither */
+    c->ranks = 2, c->reps = 7, c->p2p_fwd_s = 1.9e-3, c->p2p_bwd_s = 3.8e-3, c->eager_limit = 4040;
+    c->sweep[0].op = OP_SEND_RECV, c->sweep[0].dtype = DT_BF16, c->sweep[0].grad = 0, c->sweep[0].n = 13;
+    c->range[0].fit.op = OP_SEND_RECV, c->range[0].fit.path = LINK_PATH_BYTES;
+    c->range[0].fit.from = 0, c->range[0].fit.to = 4041, c->range[0].count = 4;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK_CONTAINS(row, "1,host,send/recv,bytes,0,4041,");
+    CHECK_CONTAINS(row, "(a send after 1.9 ms of compute, or 5.7, then 1.9 on), eager (<= 4040 B), 64 B-");
+    c->range[0].fit.from = 4041, c->range[0].fit.to = 0;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK_CONTAINS(row, "1,host,send/recv,bytes,4041,,");
+    CHECK_CONTAINS(row, "then 1.9 on), rendezvous (> 4040 B), 64 B-");
+    c->range[0].fit.from = 0;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK(!strstr(row, "eager") && !strstr(row, "rendezvous"));
+    /* the longest: 16 ranks, 20 ms gaps, a 7-digit limit, 13 sizes to 7.1 MiB at 64 calls, 100.0 % */
+    c->ranks = 16, c->reps = 64, c->p2p_fwd_s = c->p2p_bwd_s = 20e-3, c->eager_limit = 1048575;
+    c->range[0].fit.from = 1048576, c->range[0].first = 0, c->range[0].count = 13, c->range[0].max_err = 1.0;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK_CONTAINS(row, "rendezvous (> 1048575 B), 64 B-7.1 MiB (13 sizes, medians of 64), largest error 100.0 %");
+    q = strchr(row, '"');
+    CHECKF(q && strlen(q) - 2 <= 255, "%zu characters: %s", q ? strlen(q) - 2 : 0, row);
     free(c);
 }
 
