@@ -27,8 +27,9 @@
  *          communicator's host clock from the moment every rank arrived),
  *          their median over the timed steps as the step's, beside the
  *          plan's calls x (latency + bus bytes / bandwidth), checked within
- *          the step tolerance; collective_wait, the mean time per step spent
- *          waiting for the other ranks to arrive (shown);
+ *          the step tolerance; <collective>.wait, the mean time per step its
+ *          calls spent waiting for the other ranks to arrive, and
+ *          collective_wait, every collective's (shown);
  *   tokens_per_s, model_tflops, mfu_bf16, mfu_fp8   rates, shown (they follow
  *          from the step row).
  * Medians over the timed steps (warm-up excluded), spreads filled. */
@@ -91,6 +92,14 @@ static void coll_time_rows(const Plan *p, const Observed *ob, const Tolerances *
         r->mode = MEASURE_TOL;
         r->tol = tol->step_time;
         r->note = "per step, host clock, from the moment every rank arrived";
+        /* and the part before it, as a profiler splits a collective's span: its arrival's wait for the other
+         * ranks (the two barriers: their skew, a waiting rank's return to its core; a receive's wait for its
+         * sender), which its .time row leaves out and the plan does not hold */
+        if (!ob->coll_total.calls) continue;
+        snprintf(name, sizeof name, "%s.wait", pc->name);
+        MeasureRow *w = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_INFO,
+                                "mean per step: this collective's wait for the other ranks (in collective_wait)");
+        cmp_set(w, 0, 0, ob->coll[i].calls > 0, ob->coll[i].wait_s / steps);
     }
     if (ob->coll_total.calls && p->world > 1) {
         MeasureRow *r = cmp_row(c, CMP_TIME, "collective_wait", "time", UNIT_SECONDS, MEASURE_INFO,

@@ -314,6 +314,13 @@ else
     fail "the DP all-reduce's time row" "$ar"
 fi
 if grep -q '^0,time,collective_wait,' "$TMP/run2.csv"; then pass "the ranks' wait shown apart"; else fail "collective_wait row"; fi
+# and each collective's own wait beside its time row: measured, not planned, not checked
+wr=$(grep '^0,time,dp_grad_allreduce.wait,' "$TMP/run2.csv")
+if echo "$wr" | awk -F, '{ exit !($7 == "" && $8 != "" && $8 + 0 >= 0 && $14 == "-") }'; then
+    pass "the DP all-reduce's wait shown apart, not planned"
+else
+    fail "the DP all-reduce's wait row" "$wr"
+fi
 
 # ---- every collective op fitted (links.csv), each planned collective timed at its own op's fit ----
 ops=$(awk -F, 'NR > 1 { print $3 "/" $4 }' "$TMP/cat2/links.csv" | sort -u | tr '\n' ' ')

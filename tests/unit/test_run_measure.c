@@ -413,7 +413,8 @@ static void test_stats(void)
  *                                                    = 0.275, spread (0.90 - 0.20) / 0.275 = 2.5454...
  *   amax_allreduce     0.05 | 0.01 0.01 0.03 0.02   sorted 0.01 0.01 0.02 0.03: median 0.015, spread 0.02 / 0.015
  * (The mean over the 5 steps would be 2.65 / 5 = 0.53 and 0.12 / 5 = 0.024.) collective_wait stays the mean wait
- * per step: 0.5 s over 5 steps = 0.1. */
+ * per step: 0.5 s over 5 steps = 0.1; each collective's own part of it beside its time row, shown, not planned:
+ * dp_grad_allreduce.wait 0.35 s / 5 = 0.07, amax_allreduce.wait 0.15 s / 5 = 0.03. */
 static void test_collective_time_rows(void)
 {
     Catalog *cat = load_catalog();
@@ -455,6 +456,7 @@ static void test_collective_time_rows(void)
     ms.coll[CO_DP_GRAD_AR].calls = 5, ms.coll[CO_DP_GRAD_AR].seconds = 2.65;
     ms.coll[CO_AMAX_AR].calls = 10, ms.coll[CO_AMAX_AR].seconds = 0.12;
     ms.coll_total.calls = 15, ms.coll_total.wait_s = 0.5;
+    ms.coll[CO_DP_GRAD_AR].wait_s = 0.35, ms.coll[CO_AMAX_AR].wait_s = 0.15;
     static Comparison c;
     compare(&p, &ms, NULL, &c);
     const MeasureRow *g = fx_row(&c, "dp_grad_allreduce.time"), *a = fx_row(&c, "amax_allreduce.time");
@@ -467,10 +469,17 @@ static void test_collective_time_rows(void)
     CHECK(a->has_planned && a->planned == p.coll[CO_AMAX_AR].time_s);
     CHECK_NEAR(fx_row(&c, "collective_wait")->measured, 0.1, 1e-15);
     CHECK(fx_row(&c, "collective_wait")->has_measured && !fx_row(&c, "collective_wait")->has_planned);
+    const MeasureRow *gw = fx_row(&c, "dp_grad_allreduce.wait"), *aw = fx_row(&c, "amax_allreduce.wait");
+    CHECK_NEAR(gw->measured, 0.07, 1e-15);
+    CHECK_NEAR(aw->measured, 0.03, 1e-15);
+    CHECK(gw->has_measured && !gw->has_planned && gw->mode == MEASURE_INFO);
+    CHECK(aw->has_measured && !aw->has_planned && aw->mode == MEASURE_INFO);
+    CHECK(gw == g + 1 && aw == a + 1); /* each right after its time row */
     /* a collective the run never called is not measured (0 s per step is no figure) */
     ms.coll[CO_AMAX_AR].calls = 0;
     compare(&p, &ms, NULL, &c);
     CHECK(!fx_row(&c, "amax_allreduce.time")->has_measured);
+    CHECK(!fx_row(&c, "amax_allreduce.wait")->has_measured);
     measure_free(&ms);
     cpu->destroy(cpu);
 }
