@@ -5,13 +5,18 @@
  * tile costs 2 * tile_m * tile_n * (K + k0) FLOPs at one SM's saturated rate,
  * k0 being its fixed pipeline-fill and epilogue cost (the small-dimension
  * penalty). The saturated rate is the GPU's measured matmul ceiling (MAMF,
- * gpus.csv), BF16 or FP8, divided by its SMs and scaled by (1 + k0 / 2048)
- * because the ceiling was measured at shapes whose K is about 2048
- * (stas00/ml-engineering's best shapes have K 1536-2816), so a large GEMM
- * saturates at exactly the MAMF. cuBLAS chooses the tile orientation (128x256
- * or 256x128) that needs fewer tiles, and splits K when the tiles fill less
- * than one wave (split-K / stream-K), writing fp32 partial sums that one more
- * pass adds. The result is at least the HBM time of the operands and the
+ * gpus.csv), BF16 or FP8, divided by its SMs and scaled by (1 + k0 / 2048),
+ * so that a GEMM with K 2048 runs at exactly the MAMF. The ceilings were not
+ * measured at that K: mamf-finder prints its best shape as MxNxK, and K is
+ * 13312 (H100 BF16), 12032 (H200 FP8), 3072 (B200); the "K 1536-2816" once
+ * cited here are the N of its v1 table. Normalizing at the measured K (Hopper
+ * BF16 4.98 %, FP8 9.22 % slower) fits OpenXLA's measured H100 table better,
+ * but with the shares refitted it worsens the dense fit through the
+ * attention-bound rows, so it is not taken (docs/fidelity.md, "The GEMM
+ * model's K normalization, checked"). cuBLAS chooses the tile orientation
+ * (128x256 or 256x128) that needs fewer tiles, and splits K when the tiles
+ * fill less than one wave (split-K / stream-K), writing fp32 partial sums that
+ * one more pass adds. The result is at least the HBM time of the operands and the
  * output (a roofline) and at least one kernel launch. No loop over tiles:
  * every count is closed-form.
  *
