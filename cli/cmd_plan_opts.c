@@ -65,7 +65,8 @@ static int read_launch(const CliParse *p, const CliOpt *o, const char *arg, void
     return 0;
 }
 
-/* The planner's words (o->set says which): --recompute, --attn, --main-grad, --kernels, --swiglu, --view. */
+/* The planner's words (o->set says which): --recompute, --attn, --main-grad, --moment-dtype, --kernels, --swiglu,
+ * --view. */
 static int read_word(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
     PlanInput *in = &((PlanArgs *)t)->in;
@@ -75,6 +76,7 @@ static int read_word(const CliParse *p, const CliOpt *o, const char *arg, void *
     case 'r': bad = recompute_parse(arg, &in->recompute) != 0, known = "none, selective, full or op"; break;
     case 'a': bad = attn_parse(arg, &in->attn) != 0, known = "flash2 (flash), flash3, cudnn, te or materialized"; break;
     case 'm': bad = main_grad_parse(arg, &in->main_grad) != 0, known = "recipe, fp32 or bf16"; break;
+    case 'M': bad = moment_dtype_parse(arg, &in->moment_dt) != 0, known = "recipe, fp32 or bf16"; break;
     case 'k': bad = fusion_parse(arg, &in->fusion) != 0, known = "te, compile, eager or fp8plan"; break;
     case 's':
         bad = strcmp(arg, "fused") && strcmp(arg, "unfused"), known = "fused or unfused";
@@ -159,6 +161,9 @@ static const CliOpt plan_opts[] = {
      .help = "layers placed chunk by chunk (Megatron-Core's pipeline_model_parallel_layout):"
              MORE "uneven stages need not divide by vpp"},
     {"dropout", OPT_FLAG, IN(dropout), .set = 1, .help = "count dropout masks (off: modern LLMs train without dropout)"},
+    TEXT(0, "  --moment-dtype recipe|fp32|bf16   Adam's m and v, every parameter's (the recipe's; Megatron's"
+         MORE "precision-aware optimizer: --exp-avg-dtype, --exp-avg-sq-dtype)"),
+    {FN("moment-dtype", read_word, 'M', NULL)},
     TEXT(0, "mixture of experts (models with experts; cli/cmd_plan_moe.c):"),
     TEXT(L, "  --ep N --etp N     expert parallel and expert tensor parallel sizes (ep 1; etp the stack's:"
          MORE "tp for megatron-core and megatron-lm, else 1); the expert-data-parallel group is"

@@ -94,7 +94,8 @@ static const struct {
 };
 
 /* TransformerConfig's MoE and MLA fields whose argument is the field's name in kebab case after "--"
- * (moe_router_topk is --moe-router-topk); the MLA ranks likewise (q_lora_rank is --q-lora-rank). */
+ * (moe_router_topk is --moe-router-topk); the MLA ranks likewise (q_lora_rank is --q-lora-rank), and
+ * use_transformer_engine_op_fuser (core_v0.18.0, argument_utils.py's ArgumentGroupFactory names it so). */
 static const char *const kebab[] = {"moe_router_topk",
                                     "moe_ffn_hidden_size",
                                     "moe_shared_expert_intermediate_size",
@@ -126,7 +127,8 @@ static const char *const kebab[] = {"moe_router_topk",
                                     "qk_pos_emb_head_dim",
                                     "v_head_dim",
                                     "overlap_moe_expert_parallel_comm",
-                                    "moe_deepep_num_sms"};
+                                    "moe_deepep_num_sms",
+                                    "use_transformer_engine_op_fuser"};
 
 static const char *arg_of(const void *ctx, ImportKv *kv)
 {

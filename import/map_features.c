@@ -112,18 +112,20 @@ static Status refuse(const ImportResult *r, const ImportKv *kv, Err *e, const ch
 
 /* ---- the precision-aware optimizer --------------------------------------------------------------------------- */
 
-/* The recipe's optimizer states are the planner's: the recipe decides them (models/recipes.csv); the file's dtypes
- * are checked against it. Megatron-Core (optimizer_config.py, core_v0.15.0): without the precision-aware optimizer
- * every dtype must be fp32; with it, the distributed optimizer and TE's FusedAdam are required, and when no FP8
- * recipe or delayed scaling is used TE keeps the FP32 master weights as 16-bit remainders beside the BF16 weights
- * (store_param_remainders, default True): 2 bytes a parameter, a master no recipe row has. */
+/* The master and the gradients are the recipe's (models/recipes.csv): the file's dtypes are checked against it. The
+ * Adam moments are Megatron's: fp32 unless the precision-aware optimizer says otherwise; where they differ from the
+ * recipe's they become --moment-dtype (every parameter's, as TE's FusedAdam keeps them). Megatron-Core
+ * (optimizer_config.py, core_v0.15.0): without the precision-aware optimizer every dtype must be fp32; with it, the
+ * distributed optimizer and TE's FusedAdam are required, and when no FP8 recipe or delayed scaling is used TE keeps
+ * the FP32 master weights as 16-bit remainders beside the BF16 weights (store_param_remainders, default True): 2
+ * bytes a parameter, a master no recipe row has. The recipes' own moments: deepseek-v3 (blockwise) keeps its linear
+ * weights' in bf16 (and the other parameters' in fp32, its other_params row megatron-bf16), every recipe the import
+ * names besides in fp32. */
 static Status optimizer(ImportResult *r, const ImportFeatures *f, Err *e)
 {
     const char *recipe = flag_val(r, "--recipe"), *mg = flag_val(r, "--main-grad");
-    int blockwise = recipe && !strcmp(recipe, "deepseek-v3"); /* its row: BF16 m and v, FP32 master */
-    int moments = f->dt[FEAT_EXP_AVG] == DT_BF16 && f->dt[FEAT_EXP_AVG_SQ] == DT_BF16 ? DT_BF16
-                  : !f->dt[FEAT_EXP_AVG] && !f->dt[FEAT_EXP_AVG_SQ]                   ? DT_FP32
-                                                                                      : -1;
+    int blockwise = recipe && !strcmp(recipe, "deepseek-v3");
+    int m = f->dt[FEAT_EXP_AVG], v = f->dt[FEAT_EXP_AVG_SQ];
     for (int i = 0; i < FEAT_DTYPES_; i++) {
         const ImportKv *kv = f->dt_kv[i];
         if (!kv) continue;
@@ -134,39 +136,41 @@ static Status optimizer(ImportResult *r, const ImportFeatures *f, Err *e)
             snprintf(why, sizeof why, "%s master weights are in no recipe of models/recipes.csv", dt_names[f->dt[i]]);
             return refuse(r, kv, e, why);
         }
-        if (i >= FEAT_EXP_AVG && moments < 0)
+        if (i >= FEAT_EXP_AVG && (f->dt[i] == DT_FP16 || f->dt[i] == DT_FP8))
             return refuse(r, kv, e,
-                          "Adam moments the recipes do not keep (models/recipes.csv: both fp32, or both bf16 in the "
-                          "deepseek-v3 recipe)");
+                          "TE's FusedAdam keeps fp16 and uint8 moments with a per-tensor scale each (its scaled "
+                          "states): --moment-dtype sets unscaled fp32 or bf16 ones");
+        if (i >= FEAT_EXP_AVG && m != v && m < DT_FP16 && v < DT_FP16) /* a scaled one: refused on its line */
+            return refuse(r, kv, e, "m and v in two dtypes: --moment-dtype keeps both in one (fp32 or bf16)");
         if (i == FEAT_GRADS && f->dt[i] == DT_BF16 && mg && !strcmp(mg, "fp32"))
             return refuse(r, kv, e, "with FP32 gradient accumulation and reduction (Megatron-LM asserts fp32 there)");
     }
     if (f->pao && !flag_val(r, "--dist-opt"))
         return refuse(r, f->pao_kv, e, "needs the distributed optimizer (Megatron-Core asserts it)");
-    if (moments == DT_BF16 && !blockwise)
-        return refuse(r, f->dt_kv[FEAT_EXP_AVG], e,
-                      "BF16 Adam moments: the planner keeps them in the deepseek-v3 recipe (blockwise FP8) only, not "
-                      "beside this file's recipe (or none)");
-    if (recipe && moments == DT_FP32 && blockwise)
-        return err_set(
-            e, ST_DATA,
-            "%s:%d: %s: blockwise FP8 with FP32 Adam moments (no --use-precision-aware-optimizer "
-            "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16): the planner's blockwise recipe, deepseek-v3, keeps "
-            "BF16 ones, as DeepSeek-V3 trained",
-            r->path, r->recipe_line, r->recipe_key);
     if (f->pao && recipe && (!strcmp(recipe, "megatron-bf16") || !strncmp(recipe, "te-fp8", 6)) &&
         strncmp(recipe, "te-fp8-current", 14))
         return refuse(r, f->pao_kv, e,
                       "with BF16 or delayed-scaling FP8 TE keeps the FP32 master weights as 16-bit remainders "
                       "(store_param_remainders): a master no recipe of models/recipes.csv has");
+    /* the moments as Megatron keeps them, written where the recipe's differ (blockwise: always, its other
+     * parameters' fp32 beside the linears' bf16); no recipe: --recipe from the command line, the flag as given */
+    const char *md = m == DT_BF16 ? "bf16" : "fp32";
+    int write = blockwise || m == DT_BF16;
+    if (write) TRY(import_flag(r, "--moment-dtype", md, e));
     if (f->pao_kv)
-        TRY(import_note(r, f->pao_kv, !f->pao, e, f->pao ? "the recipe's states (checked)" : "ignored: false"));
+        TRY(import_note(r, f->pao_kv, !f->pao, e,
+                        f->pao ? "the recipe's master, the moments below" : "ignored: false"));
     for (int i = 0; i < FEAT_DTYPES_; i++) {
         const ImportKv *kv = f->dt_kv[i];
         if (!kv) continue;
         if (i == FEAT_GRADS && f->dt[i] == DT_BF16) {
             TRY(import_flag(r, "--main-grad", "bf16", e));
             TRY(import_note(r, kv, 0, e, "--main-grad bf16"));
+        } else if (i >= FEAT_EXP_AVG) {
+            if (write)
+                TRY(import_note(r, kv, 0, e, "--moment-dtype %s", md));
+            else
+                TRY(import_note(r, kv, 0, e, "%s, as the recipe %s keeps them", md, recipe ? recipe : "given"));
         } else {
             TRY(import_note(r, kv, 0, e, "%s, as the recipe %s keeps it", dt_names[f->dt[i]],
                             recipe ? recipe : "given"));
@@ -280,6 +284,10 @@ static Status offload(ImportResult *r, const ImportFeatures *f, int experts, Err
                        "%s:%d: %s: '%.*s' is not a module the planner offloads (expert_fc1, moe_act; the attention's "
                        "and the norms' inputs are not modelled)",
                        r->path, kv->line, kv->key, (int)len, list + at);
+    if (flag_val(r, "--moe-fused-mlp")) /* core_v0.18.0 experts.py _is_fused_impl_supported: asserted */
+        return refuse(r, f->offload_kv, e,
+                      "with --use-transformer-engine-op-fuser: Megatron-Core's fused expert ops take no "
+                      "fine-grained offloading of expert_fc1 or moe_act (core_v0.18.0 experts.py asserts it)");
     offload_mods_format(bits, list, sizeof list);
     TRY(import_flag(r, "--offload-modules", list, e));
     TRY(import_note(r, f->offload_kv, 0, e, "--offload-modules (below)"));

@@ -226,6 +226,8 @@ int import_moe_arg(ImportResult *r, const ImportKv *kv, const char *a, ImportMoe
             *st = import_note(r, kv, 1, e, "ignored: false");
     } else if (!strcmp(a, "--moe-grouped-gemm")) {
         m->grouped_gemm = switch_on(kv), m->grouped_kv = kv;
+    } else if (!strcmp(a, "--use-transformer-engine-op-fuser")) {
+        m->fuser = switch_on(kv), m->fuser_kv = kv;
     } else if (!strcmp(a, "--overlap-moe-expert-parallel-comm")) {
         m->overlap_kv = kv;
     } else if (!strcmp(a, "--moe-deepep-num-sms")) {
@@ -358,6 +360,27 @@ static Status finish_run(ImportResult *r, const ImportMoe *m, Err *e)
     return ST_OK;
 }
 
+/* --use-transformer-engine-op-fuser on a model with experts: --moe-fused-mlp where Megatron-Core builds the fused
+ * ops, refused where it asserts they are not supported (core_v0.18.0 experts.py _is_fused_impl_supported: no expert
+ * tensor parallelism, TE's GroupedLinear, SwiGLU, quick-GeGLU or weighted squared ReLU; the offloading check is
+ * map_features.c's). s: the file's model, NULL when --model gives it (the planner checks the flag against it). */
+static Status finish_fuser(ImportResult *r, const ImportMoe *m, const ModelSpec *s, Err *e)
+{
+    const ImportKv *kv = m->fuser_kv;
+    if (!kv) return ST_OK;
+    if (!m->fuser) return import_note(r, kv, 1, e, "ignored: false");
+    const char *on = kv->val[0] ? " " : "", *why = NULL;
+    if (m->etp_kv && m->etp > 1)
+        why = "with expert tensor parallelism (--expert-tensor-parallel-size above 1): Megatron-Core's fused expert "
+              "ops take none (core_v0.18.0 experts.py asserts it)";
+    else if (s && s->mlp != MLP_SWIGLU)
+        why = "GeLU experts (no --swiglu): Megatron-Core's fused expert ops run SwiGLU, quick-GeGLU or a weighted "
+              "squared ReLU only (core_v0.18.0 experts.py asserts it)";
+    if (why) return err_set(e, ST_DATA, "%s:%d: %s%s%s: %s", r->path, kv->line, kv->key, on, kv->val, why);
+    TRY(import_flag(r, "--moe-fused-mlp", NULL, e));
+    return import_note(r, kv, 0, e, "--moe-fused-mlp (TE's fused FC1, activation and FC2 of the experts)");
+}
+
 /* The model's expert fields from the settings and Megatron's defaults. */
 static Status finish_experts(ImportResult *r, const ImportMoe *m, ModelSpec *s, unsigned layers, unsigned ffn, Err *e)
 {
@@ -416,9 +439,16 @@ Status import_moe_finish(ImportResult *r, const ImportMoe *m, ModelSpec *s, unsi
             if (noted[i]) TRY(renote(r, noted[i], "ignored: no --num-experts (a dense model)", e));
         for (size_t i = 0; i < sizeof run / sizeof *run; i++)
             if (run[i]) TRY(import_note(r, run[i], 1, e, "ignored: no --num-experts (a dense model)"));
+        if (m->fuser_kv && s) /* core_v0.18.0 reads it in the grouped experts only; core_v0.19.0's dense TEFusedMLP
+                                 is not planned */
+            TRY(import_note(r, m->fuser_kv, 1, e,
+                            "ignored: no --num-experts (a dense model; the planner's fused MLP is the experts')"));
+        else
+            TRY(finish_fuser(r, m, NULL, e)); /* the model from --model: the planner checks it */
     } else {
         if (s) TRY(finish_experts(r, m, s, layers, ffn, e));
         TRY(finish_run(r, m, e));
+        TRY(finish_fuser(r, m, s, e));
     }
     if (!m->mla) {
         const ImportKv *noted[] = {m->q_lora_kv, m->kv_lora_kv, m->qk_head_kv, m->qk_pos_kv, m->v_head_kv};

@@ -72,6 +72,7 @@ double plan_state_bytes_per_param(const PlanInput *in, double *per)
 {
     StateSet s = in->recipe->gemm;
     s.dt[STATE_GRAD] = plan_grad_dt(in, s.dt[STATE_GRAD]);
+    s.dt[STATE_M] = plan_moment_dt(in, s.dt[STATE_M]), s.dt[STATE_V] = plan_moment_dt(in, s.dt[STATE_V]);
     return recipe_state_bytes_per_param(&s, 0, 1, per);
 }
 

@@ -151,14 +151,15 @@ typedef enum {
     REJECT_OVERFLOW,  /* a byte count passed 2^64 */
     REJECT_EP,        /* ep/etp do not fit the model's experts or tp*cp*dp, or a dense model */
     REJECT_NONFINITE, /* the step time or a rate from it is not a finite positive double (catalog rates too small) */
+    REJECT_MOMENTS,   /* --moment-dtype on a recipe whose Adam moments are scaled (FP8-LM, MS-AMP O3) */
     REJECT_COUNT_
 } PlanReject;
 
 const char *plan_reject_name(PlanReject r);
 
 /* Bytes per parameter of the linear weights' states as this input keeps them: the
- * recipe's Table 1a figure with the stack's main-gradient dtype (--main-grad)
- * applied, unsharded. per (optional, STATE_COUNT_ entries) receives each state's
+ * recipe's Table 1a figure with the stack's main-gradient dtype (--main-grad) and
+ * the moments' (--moment-dtype) applied, unsharded. per (optional, STATE_COUNT_ entries) receives each state's
  * share. */
 double plan_state_bytes_per_param(const PlanInput *in, double *per);
 /* Is the recipe's transposed FP8 weight copy (Recipe.fp8_col) needed on the plan's GPU? Hopper's FP8 GEMMs are TN-only,

@@ -16,6 +16,15 @@ extern "C" {
 
 /* ---- inputs ------------------------------------------------------------------ */
 
+/* The Adam moments' dtype: the recipe's, or both moments of every parameter kept in fp32 / bf16, as Megatron-Core's
+ * precision-aware optimizer keeps them (--exp-avg-dtype, --exp-avg-sq-dtype: megatron/core/optimizer/
+ * optimizer_config.py at core_v0.15.0, TE's FusedAdam exp_avg_dtype / exp_avg_sq_dtype). Plain fp32 and bf16 only:
+ * TE's fp16 and uint8 moments carry a scale each (FusedAdam's scaled states), as FP8-LM's and MS-AMP's do, and a
+ * recipe whose moments are scaled keeps them (plan_validate refuses the option there). */
+typedef enum { MOMENT_RECIPE = 0, MOMENT_FP32, MOMENT_BF16, MOMENT_COUNT_ } MomentDtype;
+const char *moment_dtype_name(MomentDtype m);
+int moment_dtype_parse(const char *s, MomentDtype *out); /* "recipe", "fp32", "bf16": 0, or -1 */
+
 typedef struct {
     const ModelSpec *model;
     const GpuSpec *gpu;
@@ -65,6 +74,7 @@ typedef struct {
     int moe_fused_mlp;       /* 1: the experts' FC1, activation and FC2 run as Transformer Engine's fused ops
                                 (Megatron-Core >= 0.18 --use-transformer-engine-op-fuser): a clamped GLU's clamps and
                                 biased experts' bias adds run inside them (plan_moe_extra.c) */
+    MomentDtype moment_dt;   /* the Adam moments' dtype (above): their memory terms and the optimizer's bytes */
 
     /* implementation choices (PLAN_UNK_* bits, above): mem_savings are taken as facts (the terms are built with
      * them); mem_unknown are open: the terms are built without them (the high end) and plan_build adds the

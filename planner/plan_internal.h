@@ -239,6 +239,12 @@ static inline Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt)
     if (dt_fp8(recipe_dt) || recipe_dt == DT_NONE) return recipe_dt;
     return in->main_grad == MAIN_GRAD_FP32 ? DT_FP32 : in->main_grad == MAIN_GRAD_BF16 ? DT_BF16 : recipe_dt;
 }
+/* An Adam moment's dtype under the input's moment_dt (a state the set does not hold stays DT_NONE). */
+static inline Dtype plan_moment_dt(const PlanInput *in, Dtype recipe_dt)
+{
+    if (recipe_dt == DT_NONE) return recipe_dt;
+    return in->moment_dt == MOMENT_FP32 ? DT_FP32 : in->moment_dt == MOMENT_BF16 ? DT_BF16 : recipe_dt;
+}
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
 /* Parts of plan_layer_act, added into *a: the input a linear saves for its weight gradient ([rows, cols] in the
  * recipe's saved dtype: FP8 + block scales into a->fp8, else into *hp); standard attention (norm1, Q/K/V, flash

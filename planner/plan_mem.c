@@ -80,8 +80,8 @@ void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, con
     state_term(sm, ck, w, s->dt[STATE_WEIGHT], (b >> STATE_WEIGHT) & 1, part, elems, d);
     state_term(sm, ck, master, s->dt[STATE_MASTER], (b >> STATE_MASTER) & 1, part, elems, d);
     state_term(sm, ck, grad, plan_grad_dt(in, s->dt[STATE_GRAD]), (b >> STATE_GRAD) & 1, part, elems, d);
-    state_term(sm, ck, mm, s->dt[STATE_M], (b >> STATE_M) & 1, part, elems, d);
-    state_term(sm, ck, vv, s->dt[STATE_V], (b >> STATE_V) & 1, part, elems, d);
+    state_term(sm, ck, mm, plan_moment_dt(in, s->dt[STATE_M]), (b >> STATE_M) & 1, part, elems, d);
+    state_term(sm, ck, vv, plan_moment_dt(in, s->dt[STATE_V]), (b >> STATE_V) & 1, part, elems, d);
 }
 
 /* Scales of one FP8-stored R x C tensor at the weight granularity (0 for per-tensor). */

@@ -42,13 +42,16 @@ static const char *const reject_names[] = {
     [REJECT_OVERFLOW] = "byte count past 2^64",
     [REJECT_EP] = "ep/etp do not divide experts, expert FFN or tp*cp*dp",
     [REJECT_NONFINITE] = "step time or throughput not finite",
+    [REJECT_MOMENTS] = "--moment-dtype on a recipe with scaled Adam moments",
 };
 _Static_assert(sizeof cat_names / sizeof *cat_names == MC_COUNT_, "cat_names");
 _Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_names");
 _Static_assert(sizeof op_names / sizeof *op_names == OP_COUNT_, "op_names");
 _Static_assert(sizeof recompute_names / sizeof *recompute_names == RECOMPUTE_COUNT_, "recompute_names");
 _Static_assert(sizeof sharding_names / sizeof *sharding_names == SHARD_COUNT_, "sharding_names");
+static const char *const moment_names[] = {[MOMENT_RECIPE] = "recipe", [MOMENT_FP32] = "fp32", [MOMENT_BF16] = "bf16"};
 _Static_assert(sizeof reject_names / sizeof *reject_names == REJECT_COUNT_, "reject_names");
+_Static_assert(sizeof moment_names / sizeof *moment_names == MOMENT_COUNT_, "moment_names");
 
 #define NAME_FN(fn, type, table, count) \
     const char *fn(type v) { return (unsigned)v < (count) ? table[v] : "?"; }
@@ -58,6 +61,7 @@ NAME_FN(comm_op_name, CommOp, op_names, OP_COUNT_)
 NAME_FN(recompute_name, Recompute, recompute_names, RECOMPUTE_COUNT_)
 NAME_FN(sharding_name, Sharding, sharding_names, SHARD_COUNT_)
 NAME_FN(plan_reject_name, PlanReject, reject_names, REJECT_COUNT_)
+NAME_FN(moment_dtype_name, MomentDtype, moment_names, MOMENT_COUNT_)
 
 static int parse_in(const char *const *names, int n, const char *s)
 {
@@ -76,6 +80,12 @@ int sharding_parse(const char *s, Sharding *out)
 {
     int i = parse_in(sharding_names, SHARD_COUNT_, s);
     return i < 0 ? -1 : (*out = (Sharding)i, 0);
+}
+
+int moment_dtype_parse(const char *s, MomentDtype *out)
+{
+    int i = parse_in(moment_names, MOMENT_COUNT_, s);
+    return i < 0 ? -1 : (*out = (MomentDtype)i, 0);
 }
 
 const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_] = {"mla_up_proj", "moe_act", "layernorm",     "core_attn",

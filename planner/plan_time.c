@@ -329,6 +329,13 @@ void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p)
             pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_EXPERT].bytes, (double)mt[MT_MASTER_EXPERT].bytes,
                                        (double)mt[MT_OPTIM_M_EXPERT].bytes, (double)mt[MT_OPTIM_V_EXPERT].bytes);
     }
+    /* --moment-dtype bf16 is Megatron-Core's precision-aware optimizer, TE's FusedAdam (transformer_engine/pytorch/
+     * optimizers/fused_adam.py at 04912bf0, step): each bf16 moment is read into an fp32 copy (get_unscaled_state,
+     * .float(): 2 + 4 B an element), stepped there (4 + 4 B, where the sum above counts the kept 2 + 2) and cast
+     * back (_apply_scale: .bfloat16() 4 + 2 B, copy_ 2 + 2 B): 20 B an element more, 10 x the terms' bytes */
+    if (in->moment_dt == MOMENT_BF16)
+        ob += 10.0 * (double)(mt[MT_OPTIM_M_GEMM].bytes + mt[MT_OPTIM_V_GEMM].bytes + mt[MT_OPTIM_M_OTHER].bytes +
+                              mt[MT_OPTIM_V_OTHER].bytes + mt[MT_OPTIM_M_EXPERT].bytes + mt[MT_OPTIM_V_EXPERT].bytes);
     tb->optimizer_s = ob / hbm;
     /* a measured scaled-state optimizer (calibrate's scaled_optim_gbps): the two-pass classes' bytes at its rate,
      * the rest streamed at hbm (without the column the sum above, unchanged) */

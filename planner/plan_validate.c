@@ -244,6 +244,22 @@ static inline PlanReject validate_tail(const PlanInput *in, Err *e)
                 gp->name, gp->sm / 10, gp->sm % 10, hw_reason(r));
         return REJECT_HW;
     }
+    if (in->moment_dt != MOMENT_RECIPE) { /* scaled moments (FP8-LM's, MS-AMP's) are their optimizer's own */
+        unsigned mv = 1u << STATE_M | 1u << STATE_V;
+        if ((unsigned)in->moment_dt >= MOMENT_COUNT_) {
+            err_set(e, ST_USAGE, "--moment-dtype: %d is not recipe, fp32 or bf16", (int)in->moment_dt);
+            return REJECT_KNOB;
+        }
+        if ((r->gemm.scaled_mask | r->other.scaled_mask) & mv) {
+            err_set(e, ST_USAGE,
+                    "--moment-dtype %s: recipe %s keeps scaled Adam moments (m %s, v %s, each with a per-tensor "
+                    "scale: its optimizer's own); the option sets unscaled fp32 or bf16 ones, for recipes whose "
+                    "moments are unscaled",
+                    moment_dtype_name(in->moment_dt), r->name, dtype_name(r->gemm.dt[STATE_M]),
+                    dtype_name(r->gemm.dt[STATE_V]));
+            return REJECT_MOMENTS;
+        }
+    }
     return REJECT_NONE;
 }
 

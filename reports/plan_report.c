@@ -522,6 +522,10 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
         frac(gpu_sustained(in->gpu), fb[0]), in->gpu->mamf_bf16 / 1e12, in->gpu->mamf_fp8 / 1e12,
         frac(in->eff_hbm, fb[1]), frac(in->eff_net, fb[2]), frac(in->overlap_tp, fb[3]), frac(in->overlap_dp, fb[4]),
         frac(in->overlap_pp, fb[5]), frac(in->overlap_cp, fb[6]));
+    if (in->moment_dt != MOMENT_RECIPE) /* --moment-dtype: what the recipe's row says beside it */
+        table_put_prose(f, "Adam moments in %s for every parameter (--moment-dtype; recipe %s keeps m %s, v %s).\n",
+                        moment_dtype_name(in->moment_dt), in->recipe->name, dtype_name(in->recipe->gemm.dt[STATE_M]),
+                        dtype_name(in->recipe->gemm.dt[STATE_V]));
     if (in->eff_gemm_bf16 > 0 || in->eff_gemm_fp8 > 0 || in->eff_attn > 0) /* the values given, as given */
         table_put_prose(
             f,

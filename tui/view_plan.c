@@ -122,7 +122,7 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
             paint_text(p, y, r.x + used + 2, w - used - 2, SY_DIM, what);
         }
     }
-    /* The plan's own bytes per parameter (the stack's main-grad dtype applied), as the compare screen's
+    /* The plan's own bytes per parameter (the stack's main-grad dtype and --moment-dtype applied), as the compare screen's
      * 'state B/param' row reads it; the recipe's accounting beneath when the stack keeps another dtype. */
     double per[STATE_COUNT_], kept[STATE_COUNT_];
     double bpp = recipe_state_bytes_per_param(&s->in.recipe->gemm, 0, 1, per);
@@ -134,6 +134,9 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
     if (kept[STATE_GRAD] != per[STATE_GRAD]) /* the stack keeps main grads in another dtype */
         paint_textf(p, ++y, r.x, w, SY_DIM, "  x %.1fe9 = %s; recipe's grad %g: %.2f", (double)pl->params_total / 1e9,
                     tui_fmt_bytes(st_bytes, a, sizeof a), per[STATE_GRAD], bpp);
+    else if (kept[STATE_M] != per[STATE_M] || kept[STATE_V] != per[STATE_V]) /* --moment-dtype */
+        paint_textf(p, ++y, r.x, w, SY_DIM, "  x %.1fe9 = %s; recipe's m %g v %g: %.2f", (double)pl->params_total / 1e9,
+                    tui_fmt_bytes(st_bytes, a, sizeof a), per[STATE_M], per[STATE_V], bpp);
     else
         paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
                     (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));

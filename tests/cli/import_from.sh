@@ -100,19 +100,27 @@ DS="$D/mb_deepseek_v3_pretrain.yaml"
 sed '/^  pipeline_model_parallel_layout:/,/^  - \[decoder, mtp, loss\]/c\  pipeline_model_parallel_layout: "Et*4|(t*4|)*14,tmL"' "$DS" >"$TMP/ds.yaml"
 same "bridge deepseek-v3, the layout as a string" "--from $TMP/ds.yaml $G --gpus 1024" "--from $DS $G --gpus 1024"
 # ... and its precision-aware optimizer (BF16 Adam moments and main gradients, FP32 master: the recipe's
-# opt_config) is refused with BF16 training: only the deepseek-v3 recipe (blockwise FP8) keeps BF16 moments
+# opt_config) is refused with BF16 training: TE keeps that master as 16-bit remainders beside the BF16 weights,
+# a master no recipe row has (the BF16 moments alone would be --moment-dtype bf16)
 cp "$DS" "$TMP/dsopt.yaml"
 printf 'optimizer:\n  use_precision_aware_optimizer: true\n  main_params_dtype:\n    _target_: torch.float32\n    _call_: false\n  main_grads_dtype:\n    _target_: torch.bfloat16\n    _call_: false\n  exp_avg_dtype:\n    _target_: torch.bfloat16\n    _call_: false\n  exp_avg_sq_dtype:\n    _target_: torch.bfloat16\n    _call_: false\n' >>"$TMP/dsopt.yaml"
-n=$(grep -n '^  exp_avg_dtype:' "$TMP/dsopt.yaml" | cut -d: -f1)
+n=$(grep -n '^  use_precision_aware_optimizer:' "$TMP/dsopt.yaml" | cut -d: -f1)
 run plan --from "$TMP/dsopt.yaml" $G --gpus 1024 -o "$TMP/o.txt"
-expect_rc "BF16 Adam moments with BF16 training: exit 65" 65
-expect_err "... the moments' line named" "dsopt.yaml:$((n + 1)): optimizer.exp_avg_dtype._target_ torch.bfloat16: BF16 Adam moments: the planner keeps them in the deepseek-v3 recipe"
+expect_rc "the precision-aware optimizer with BF16 training: exit 65" 65
+expect_err "... its line named" "dsopt.yaml:$n: optimizer.use_precision_aware_optimizer true: with BF16 or delayed-scaling FP8 TE keeps the FP32 master weights as 16-bit remainders"
 expect_no_out "... nothing on stdout"
 if [ -e "$TMP/o.txt" ]; then fail "... nothing written" "o.txt exists"; else pass "... nothing written"; fi
-# with the recipe's FP8 blockwise (subchannel) mixed precision the same optimizer is the deepseek-v3 recipe
+# with the recipe's FP8 blockwise (subchannel) mixed precision the same optimizer is the deepseek-v3 recipe, every
+# parameter's moments in BF16 (the recipe keeps its other parameters' in FP32)
 sed 's/^  bf16: true/  bf16: true\n  fp8: e4m3\n  fp8_recipe: blockwise/' "$TMP/dsopt.yaml" >"$TMP/dsfp8.yaml"
 same "bridge deepseek-v3, blockwise FP8 with BF16 moments" "--from $TMP/dsfp8.yaml $G --gpus 1024" \
-    "--from $DS --recipe deepseek-v3 $G --gpus 1024"
+    "--from $DS --recipe deepseek-v3 --moment-dtype bf16 $G --gpus 1024"
+# ... and without the precision-aware optimizer, Megatron's FP32 moments: accepted (refused before --moment-dtype)
+sed 's/^  bf16: true/  bf16: true\n  fp8: e4m3\n  fp8_recipe: blockwise/' "$DS" >"$TMP/dsfp8m.yaml"
+same "bridge deepseek-v3, blockwise FP8 with FP32 moments" "--from $TMP/dsfp8m.yaml $G --gpus 1024" \
+    "--from $DS --recipe deepseek-v3 --moment-dtype fp32 $G --gpus 1024"
+run plan --from "$TMP/dsfp8m.yaml" $G --gpus 1024
+expect_line "... its moments in FP32, 4 B each" "adam_m_gemm +state +fp32 .*"
 # CUDA graphs (TE's attention and router scopes) and fine-grained offloading of the experts' inputs are plan options
 # (each changes these plans: the graphs Qwen3's host issue, the offloading DeepSeek-V3's saved activations)
 sed 's/^  moe_token_dispatcher_type: alltoall/&\n  cuda_graph_impl: transformer_engine\n  cuda_graph_scope: [attn, moe_router]/' \
@@ -148,6 +156,17 @@ moe_bad "SequentialMLP experts" 's/moe_grouped_gemm: true/moe_grouped_gemm: fals
     "q.yaml:28: model.moe_grouped_gemm false: Megatron's SequentialMLP"
 moe_bad "dense layers between MoE layers" 's/  num_moe_experts: 128/  num_moe_experts: 128\n  moe_layer_freq: 2/' \
     "q.yaml:23: model.moe_layer_freq 2: one MoE layer in every 2 interleaves dense and MoE layers"
+moe_bad "TE's fused expert ops with expert TP" 's/expert_tensor_parallel_size: 1/expert_tensor_parallel_size: 2\n  use_transformer_engine_op_fuser: true/' \
+    "q.yaml:37: model.use_transformer_engine_op_fuser true: with expert tensor parallelism"
+# Megatron-Core core_v0.18.0's fused expert ops (SwiGLU experts, no expert TP) are --moe-fused-mlp ...
+sed 's/expert_tensor_parallel_size: 1/&\n  use_transformer_engine_op_fuser: true/' "$Q" >"$TMP/qf.yaml"
+run plan --from "$TMP/qf.yaml" $G --gpus 16 --explain
+expect_rc "bridge qwen3-30b-a3b with TE's fused expert ops" 0
+expect_err "... read as --moe-fused-mlp" "model.use_transformer_engine_op_fuser = true  ->  --moe-fused-mlp"
+# ... which the planner checks against the model: a dense --model refuses it (exit 64)
+run plan --from "$TMP/qf.yaml" $G --gpus 16 --model llama3-8b
+expect_rc "... on a dense --model: exit 64" 64
+expect_err "... naming the flag" "--moe-fused-mlp: fuses the routed experts' MLP; llama3-8b has no experts"
 # --model instead: the file's model (no catalog row) is not planned, its run options are
 sed 's/moe_ffn_hidden_size: 768/moe_ffn_hidden_size: 1024/' "$Q" >"$TMP/q.yaml"
 run plan --from "$TMP/q.yaml" $G --gpus 16 --model qwen3-30b-a3b --format csv

@@ -20,6 +20,10 @@ else pass "... and not FP32"; fi
 run plan $L175 --recipe te-fp8 --main-grad fp32
 expect_out "--main-grad fp32: an FP32 reduce-scatter" "dp_grad_reducescatter   dp     reduce-scatter  fp32"
 expect_out "... and the advice says FP32" "gradients are reduced in FP32"
+# --moment-dtype: deepseek-v3's BF16 moments of the linears in FP32 (the others' were FP32 already), said in prose
+run plan $L175 --recipe deepseek-v3 --moment-dtype fp32
+expect_line "--moment-dtype fp32: FP32 Adam m of the linears" "adam_m_gemm +state +fp32 .*"
+expect_out "... and the assumptions say so" "Adam moments in fp32 for every parameter (--moment-dtype; recipe deepseek-v3 keeps m bf16, v bf16)."
 run plan $L175 --recipe te-fp8 --fp8-weight-cache off
 expect_line "--fp8-weight-cache off: no FP8 copies held" "fp8_rowwise +fp8_copy +- +0 +0 +0.000 +1"
 expect_out "... and the advice says they are cast per micro-batch" "FP8 weight copies are cast per micro-batch here"
@@ -73,6 +77,8 @@ bad "fp8 on a100" 64 "FP8 tensor cores need SM 8.9+" plan --model gpt-7b --gpu a
 bad "mxfp8 on hopper" 64 "needs Blackwell" plan --model gpt-7b --gpu h100-sxm --recipe mxfp8
 bad "missing model" 64 "--model is required" plan --gpu h100-sxm --recipe bf16
 bad "bad recompute" 64 "--recompute: 'some'" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --recompute some
+bad "bad moment dtype" 64 "--moment-dtype: 'fp16' is not recipe, fp32 or bf16" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --moment-dtype fp16
+bad "moment dtype on scaled moments" 64 "--moment-dtype bf16: recipe fp8lm keeps scaled Adam moments (m e4m3, v fp16" plan --model gpt-7b --gpu h100-sxm --recipe fp8lm --moment-dtype bf16
 bad "bad format" 64 "unknown format 'xml'" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --format xml
 bad "stray operand" 64 "unexpected argument 'extra'" plan --model gpt-7b --gpu h100-sxm --recipe bf16 extra
 bad "unknown option" 64 "Try 'fp8plan plan --help'" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --colour red

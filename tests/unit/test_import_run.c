@@ -65,11 +65,33 @@ static void test_accepted(void)
         /* --num-virtual-stages-per-pipeline-rank is --vpp */
         {"l4.sh", DENSE7 "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 3\n",
          "--stack megatron-lm --seq 128 --dist-opt --pp 2 --vpp 3 --recipe megatron-bf16"},
-        /* blockwise with the precision-aware optimizer's BF16 moments and gradients: the deepseek-v3 recipe */
+        /* blockwise with the precision-aware optimizer's BF16 moments and gradients: the deepseek-v3 recipe, whose
+         * other parameters' moments are fp32: TE's FusedAdam keeps every parameter's in bf16 */
         {"f1.sh",
          DENSE7 "--fp8-format e4m3 --fp8-recipe blockwise --use-precision-aware-optimizer --main-grads-dtype bf16 "
                 "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 --main-params-dtype fp32\n",
-         "--stack megatron-lm --seq 128 --dist-opt --recipe deepseek-v3 --main-grad bf16"},
+         "--stack megatron-lm --seq 128 --dist-opt --recipe deepseek-v3 --moment-dtype bf16 --main-grad bf16"},
+        /* blockwise without the precision-aware optimizer: Megatron's FP32 moments beside the recipe's BF16 ones */
+        {"f3.sh", DENSE7 "--fp8-format e4m3 --fp8-recipe blockwise\n",
+         "--stack megatron-lm --seq 128 --dist-opt --recipe deepseek-v3 --moment-dtype fp32"},
+        /* ... and with its moments given as fp32 (Megatron-Bridge's dump of a torch.dtype): the same */
+        {"f4.yaml",
+         "model:\n  num_layers: 7\n  hidden_size: 256\n  num_attention_heads: 8\n  seq_length: 128\n"
+         "  vocab_size: 1000\nmixed_precision: bf16_with_fp8_subchannel_scaling_mixed\n"
+         "ddp:\n  use_distributed_optimizer: true\noptimizer:\n  use_precision_aware_optimizer: true\n"
+         "  exp_avg_dtype:\n    _target_: torch.float32\n    _call_: false\n"
+         "  exp_avg_sq_dtype:\n    _target_: torch.float32\n    _call_: false\n",
+         "--stack megatron-core --seq 128 --dist-opt --recipe deepseek-v3 --moment-dtype fp32"},
+        /* tensorwise FP8 with BF16 moments: te-fp8-current's FP32 ones become bf16 */
+        {"f5.sh",
+         DENSE7 "--fp8-format hybrid --fp8-recipe tensorwise --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+                "--exp-avg-sq-dtype bf16\n",
+         "--stack megatron-lm --seq 128 --dist-opt --recipe te-fp8-current --moment-dtype bf16"},
+        /* MXFP8 with FP32 moments stated: the recipe's, no flag */
+        {"f6.sh",
+         DENSE7 "--fp8-format e4m3 --fp8-recipe mxfp8 --use-precision-aware-optimizer --exp-avg-dtype fp32 "
+                "--exp-avg-sq-dtype fp32\n",
+         "--stack megatron-lm --seq 128 --dist-opt --recipe mxfp8"},
         /* tensorwise keeps its FP32 master in Megatron-Core (no remainders): FP32 states are the recipe's */
         {"f2.sh",
          DENSE7 "--fp8-format hybrid --fp8-recipe tensorwise --use-precision-aware-optimizer --main-grads-dtype bf16\n",
@@ -103,6 +125,26 @@ static void test_accepted(void)
          "--offload-modules expert_fc1,moe_act"},
         {"o2.sh", MOE3 "--offload-modules core_attn\n",
          "--stack megatron-lm --seq 8 --recipe megatron-bf16 --moe-dispatcher alltoall"},
+        /* Megatron-Core core_v0.18.0's fused expert ops (SwiGLU experts, no expert TP): --moe-fused-mlp */
+        {"u1.sh", MOE3 "--swiglu --use-transformer-engine-op-fuser\n",
+         "--stack megatron-lm --seq 8 --recipe megatron-bf16 --moe-dispatcher alltoall --moe-fused-mlp"},
+        {"u2.yaml",
+         "model:\n  num_layers: 3\n  hidden_size: 64\n  num_attention_heads: 4\n  seq_length: 8\n  vocab_size: 10\n"
+         "  gated_linear_unit: true\n  num_moe_experts: 8\n  moe_grouped_gemm: true\n"
+         "  moe_token_dispatcher_type: alltoall\n  expert_tensor_parallel_size: 1\n"
+         "  use_transformer_engine_op_fuser: true\nmixed_precision: bf16_mixed\n",
+         "--stack megatron-core --seq 8 --recipe megatron-bf16 --etp 1 --moe-dispatcher alltoall --moe-fused-mlp"},
+        {"u3.yaml",
+         "model:\n  num_layers: 3\n  hidden_size: 64\n  num_attention_heads: 4\n  seq_length: 8\n  vocab_size: 10\n"
+         "  num_moe_experts: 8\n  moe_grouped_gemm: true\n  moe_token_dispatcher_type: alltoall\n"
+         "  use_transformer_engine_op_fuser: false\nmixed_precision: bf16_mixed\n",
+         "--stack megatron-core --seq 8 --recipe megatron-bf16 --moe-dispatcher alltoall"},
+        /* a dense model: core_v0.18.0 reads it in the grouped experts only (noted ignored); no dimensions: the
+         * model is --model's, which the planner checks (exit 64 on a dense one) */
+        {"u4.sh", DENSE7 "--swiglu --use-transformer-engine-op-fuser\n",
+         "--stack megatron-lm --seq 128 --dist-opt --recipe megatron-bf16"},
+        {"u5.sh", "--bf16 --use-transformer-engine-op-fuser\n",
+         "--stack megatron-lm --recipe megatron-bf16 --moe-fused-mlp"},
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         ImportResult r;
@@ -164,8 +206,10 @@ static void test_refused(void)
          "p16.sh",
          "p16.sh:2: --account-for-loss-in-pipeline-split: not with --decoder-last-pipeline-num-layers (line 2)"},
         /* the precision-aware optimizer's states where no recipe has them */
+        /* BF16 moments are a plan option, but BF16 training's master is not: the remainders refused */
         {DENSE7 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n", "q1.sh",
-         "q1.sh:2: --exp-avg-dtype bf16: BF16 Adam moments: the planner keeps them in the deepseek-v3 recipe"},
+         "q1.sh:2: --use-precision-aware-optimizer: with BF16 or delayed-scaling FP8 TE keeps the FP32 master weights "
+         "as 16-bit remainders"},
         {DENSE7 "--main-grads-dtype bf16\n", "q2.sh",
          "q2.sh:2: --main-grads-dtype bf16: not fp32 without --use-precision-aware-optimizer"},
         {"--bf16 --use-precision-aware-optimizer --fp8-format hybrid --fp8-recipe mxfp8\n", "q3.sh",
@@ -175,11 +219,16 @@ static void test_refused(void)
          "as 16-bit remainders"},
         {DENSE7 "--use-precision-aware-optimizer --main-params-dtype fp16 --fp8-format hybrid --fp8-recipe mxfp8\n",
          "q5.sh", "q5.sh:2: --main-params-dtype fp16: fp16 master weights are in no recipe"},
-        {DENSE7 "--fp8-format e4m3 --fp8-recipe blockwise\n", "q6.sh",
-         "q6.sh:2: --fp8-format: blockwise FP8 with FP32 Adam moments"},
         {DENSE7 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype fp8 --fp8-format e4m3 "
                 "--fp8-recipe blockwise\n",
-         "q7.sh", "q7.sh:2: --exp-avg-dtype bf16: Adam moments the recipes do not keep"},
+         "q7.sh",
+         "q7.sh:2: --exp-avg-sq-dtype fp8: TE's FusedAdam keeps fp16 and uint8 moments with a per-tensor "
+         "scale each"},
+        {DENSE7 "--use-precision-aware-optimizer --exp-avg-dtype fp16 --exp-avg-sq-dtype fp16 --fp8-format e4m3 "
+                "--fp8-recipe blockwise\n",
+         "q6.sh", "q6.sh:2: --exp-avg-dtype fp16: TE's FusedAdam keeps fp16 and uint8 moments"},
+        {DENSE7 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --fp8-format e4m3 --fp8-recipe blockwise\n",
+         "q9.sh", "q9.sh:2: --exp-avg-dtype bf16: m and v in two dtypes: --moment-dtype keeps both in one"},
         {DENSE7 "--exp-avg-dtype float64\n", "q8.sh", "q8.sh:2: --exp-avg-dtype: 'float64' is not fp32"},
         /* CUDA graphs and offloading the planner does not model */
         {DENSE7 "--cuda-graph-impl transformer_engine --cuda-graph-scope attn\n", "c1.sh",
@@ -199,6 +248,14 @@ static void test_refused(void)
         {DENSE7 "--fine-grained-activation-offloading --offload-modules moe_act\n", "c8.sh",
          "c8.sh:2: --offload-modules moe_act: the planner offloads the routed experts' inputs"},
         {DENSE7 "--cpu-offloading-num-layers 2\n", "c9.sh", "c9.sh:2: --cpu-offloading-num-layers: activation/weight"},
+        /* the fused expert ops where Megatron-Core core_v0.18.0 asserts they are not supported */
+        {MOE3 "--use-transformer-engine-op-fuser\n", "u6.sh",
+         "u6.sh:2: --use-transformer-engine-op-fuser: GeLU experts (no --swiglu)"},
+        {MOE3 "--swiglu --expert-tensor-parallel-size 2 --use-transformer-engine-op-fuser\n", "u7.sh",
+         "u7.sh:2: --use-transformer-engine-op-fuser: with expert tensor parallelism"},
+        {MOE3 "--swiglu --use-transformer-engine-op-fuser --fine-grained-activation-offloading --offload-modules "
+              "moe_act\n",
+         "u8.sh", "u8.sh:2: --fine-grained-activation-offloading: with --use-transformer-engine-op-fuser"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ImportResult r;

@@ -60,7 +60,9 @@ static void test_enum_names(void)
           "seq longer than the learned position table", "world size != tp*pp*cp*dp",
           "global batch not divisible by mbs*dp", "recipe needs a newer GPU", "invalid model or GPU spec",
           "overhead or efficiency setting out of range", "byte count past 2^64",
-          "ep/etp do not divide experts, expert FFN or tp*cp*dp", "step time or throughput not finite");
+          "ep/etp do not divide experts, expert FFN or tp*cp*dp", "step time or throughput not finite",
+          "--moment-dtype on a recipe with scaled Adam moments");
+    NAMES(moment_dtype_name, MomentDtype, MOMENT_COUNT_, "recipe", "fp32", "bf16");
     PARSES(norm_parse, NormType, NORM_COUNT_, norm_name);
     PARSES(mlp_parse, MlpType, MLP_COUNT_, mlp_name);
     PARSES(pos_parse, PosType, POS_COUNT_, pos_name);
@@ -72,6 +74,7 @@ static void test_enum_names(void)
     PARSES(fp8_linear_parse, Fp8Linear, LIN_IMPL_COUNT_, fp8_linear_name);
     PARSES(recompute_parse, Recompute, RECOMPUTE_COUNT_, recompute_name);
     PARSES(sharding_parse, Sharding, SHARD_COUNT_, sharding_name);
+    PARSES(moment_dtype_parse, MomentDtype, MOMENT_COUNT_, moment_dtype_name);
 #undef NAMES
 #undef PARSES
     RouterType rt = ROUTER_SIGMOID;

@@ -3,6 +3,7 @@
  * caching, fused vs unfused SwiGLU, op-level recompute, uneven pipeline
  * stages, the memory limit (max_mem_frac), and models/stacks.csv parsing. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "catalog/catalog.h"
 #include "planner/plan.h"
@@ -39,6 +40,68 @@ static void test_main_grad_dtype(void)
     in.recipe = &r8, in.main_grad = MAIN_GRAD_BF16;
     p = ox_build(&in);
     CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 1);
+}
+
+/* --moment-dtype (Megatron-Core's precision-aware optimizer, --exp-avg-dtype / --exp-avg-sq-dtype): both moments of
+ * every parameter in the dtype given, the optimizer streaming them as kept. Linear weights 1536, other 336: 1872. */
+static void test_moment_dtype(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("megatron-bf16", 0); /* bf16 weight, fp32 master, grad, m and v */
+    PlanInput in = fx_input(&m, &g, &r);
+    Plan p32 = ox_build(&in);
+    in.moment_dt = MOMENT_BF16;
+    Plan p16 = ox_build(&in);
+    CHECK_EQ_U64(p16.mem[MT_OPTIM_M_GEMM].bytes, 1536 * 2);
+    CHECK_EQ_U64(p16.mem[MT_OPTIM_V_GEMM].bytes, 1536 * 2);
+    CHECK_EQ_U64(p16.mem[MT_OPTIM_M_OTHER].bytes, 336 * 2); /* every parameter's, not the linears' only */
+    CHECK_EQ_U64(p16.mem[MT_OPTIM_V_OTHER].bytes, 336 * 2);
+    CHECK(p16.mem[MT_OPTIM_M_GEMM].dtype == DT_BF16 && p16.mem[MT_OPTIM_V_OTHER].dtype == DT_BF16);
+    CHECK_EQ_U64(p16.mem[MT_MASTER_GEMM].bytes, 1536 * 4); /* the master and the gradient stay fp32 */
+    CHECK_EQ_U64(p16.mem[MT_GRAD_GEMM].bytes, 1536 * 4);
+    /* the states: 1872 x (2 + 4 + 4 + 4 + 4) = 33,696 B -> 1872 x (2 + 4 + 4 + 2 + 2) = 26,208 B */
+    CHECK_EQ_U64(p32.cat_bytes[MC_STATE], 33696);
+    CHECK_EQ_U64(p16.cat_bytes[MC_STATE], 26208);
+    CHECK_NEAR(plan_state_bytes_per_param(&in, NULL), 14.0, 0); /* 2 + 4 + 4 + 2 + 2 */
+    /* the optimizer (plan_time.c): the gradient read (1872 x 4 = 7,488), master, m and v read and written
+     * (2 x 3 x 7,488 = 44,928), the bf16 weight written (1872 x 2 = 3,744): 56,160 B. With bf16 moments kept
+     * 7,488 + 2 x (7,488 + 3,744 + 3,744) + 3,744 = 41,184 B, and TE's FusedAdam steps each moment element in an
+     * fp32 copy: .float() 2 + 4, the step 4 + 4 (2 + 2 counted), .bfloat16() 4 + 2 and copy_ 2 + 2 = 20 B more,
+     * 2 x 1872 x 20 = 74,880: 116,064 B, at the same HBM rate (the precision-aware optimizer is slower, not faster) */
+    CHECK(p32.time.optimizer_s > 0);
+    CHECK_REL(p16.time.optimizer_s, p32.time.optimizer_s * 116064.0 / 56160.0, 1e-12);
+    /* fp32 over a recipe that keeps bf16 moments (deepseek-v3's linears): 4 B each again */
+    Recipe r16 = r;
+    r16.gemm.dt[STATE_M] = r16.gemm.dt[STATE_V] = DT_BF16;
+    in.recipe = &r16, in.moment_dt = MOMENT_FP32;
+    Plan p = ox_build(&in);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_M_GEMM].bytes, 1536 * 4);
+    CHECK_EQ_U64(p.cat_bytes[MC_STATE], 33696);
+    in.moment_dt = MOMENT_RECIPE;
+    p = ox_build(&in);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_GEMM].bytes, 1536 * 2);
+    /* sharded by the distributed optimizer over dp 2: half of each moment, 1536 / 2 x 2 = 1,536 B */
+    Recipe rs = fx_bf16_recipe("megatron-bf16", SH(MASTER) | SH(M) | SH(V));
+    in.recipe = &rs, in.moment_dt = MOMENT_BF16, in.dp = 2, in.sharding = SHARD_DIST_OPT;
+    p = ox_build(&in);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_M_GEMM].bytes, 1536);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_M_GEMM].shards, 2);
+    /* a recipe whose moments carry a scale (FP8-LM's e4m3 m, fp16 v) keeps them: refused, naming the option */
+    Recipe rf = r;
+    rf.gemm.dt[STATE_M] = DT_E4M3, rf.gemm.dt[STATE_V] = DT_FP16, rf.gemm.scaled_mask = SH(M) | SH(V);
+    in = fx_input(&m, &g, &rf);
+    in.moment_dt = MOMENT_FP32;
+    Err e;
+    CHECK(plan_validate(&in, &e) == REJECT_MOMENTS && e.st == ST_USAGE);
+    CHECKF(strstr(e.msg, "--moment-dtype fp32: recipe megatron-bf16 keeps scaled Adam moments (m e4m3, v fp16") ==
+               e.msg,
+           "%s", e.msg);
+    in.moment_dt = MOMENT_RECIPE;
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
+    in.moment_dt = (MomentDtype)MOMENT_COUNT_;
+    in.recipe = &r;
+    CHECK(plan_validate(&in, &e) == REJECT_KNOB);
 }
 
 static void test_fp8_weight_cache(void)
@@ -288,6 +351,7 @@ static void test_stacks_csv(void)
 int main(void)
 {
     RUN(test_main_grad_dtype);
+    RUN(test_moment_dtype);
     RUN(test_fp8_weight_cache);
     RUN(test_swiglu_and_op_recompute);
     RUN(test_uneven_stages);
