@@ -90,10 +90,10 @@ static const CliOpt opts[] = {
     {.kind = OPT_TEXT, .help = "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per"
         IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
         IN23 "layers. MoE layers run on the cpu backend over data, expert, tensor and"
-        IN23 "pipeline parallel ranks, states sharded or not (BF16/FP32, te-fp8,"
-        IN23 "te-fp8-current, deepseek-v3 but not at --tp; BF16/FP32 experts also split"
-        IN23 "over --etp ranks); the cuda backend's MoE path is built but not yet run on a"
-        IN23 "GPU (docs/executor-moe.md)"},
+        IN23 "pipeline parallel ranks, states sharded or not, their FFNs also split over"
+        IN23 "--etp ranks (BF16/FP32, te-fp8, te-fp8-current, deepseek-v3: its 1x128"
+        IN23 "blocks whole on every rank); the cuda backend's MoE path is built but not"
+        IN23 "yet run on a GPU (docs/executor-moe.md)"},
     {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
     {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},
@@ -107,8 +107,8 @@ static const CliOpt opts[] = {
     USE("etp", 1, 4096, NULL, "expert-tensor-parallel ranks (Megatron-Core's --expert-tensor-parallel-size):"
         IN23 "each expert's FFN split over N ranks (ep x etp must divide tp x dp), the"
         IN23 "dispatched rows gathered and the partial outputs reduce-scattered over them;"
-        IN23 "cpu backend, BF16/FP32 recipes (default 1; FP8 experts and --save/--resume"
-        IN23 "with it are refused before any work, exit 69)"),
+        IN23 "cpu backend, the recipes --experts names, --save/--resume too (default 1;"
+        IN23 "the cuda backend refuses it before any work, exit 69)"),
     USE("mbs", 1, 1 << 16, "B", "micro-batch, sequences per forward and backward (default 1)"),
     USE("gbs", 1, 1 << 20, "G", "global batch, sequences per optimizer step: G / (B x DP) micro-batches per"
         IN23 "rank whose gradients accumulate (default B x DP: one)"),

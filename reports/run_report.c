@@ -84,6 +84,31 @@ static void add_row(Table *t, const Cols *c, const MeasureRow *r)
     table_str(t, c->verdict, measure_verdict_text(r));
 }
 
+/* The text widths of the measured columns, which must not move with what a run measured (README and the
+ * docs quote these tables; two runs of one command print one layout): measured bytes as wide as the
+ * planned bytes column (its label and every planned byte count: the plan is deterministic, and a passing
+ * run's bytes are the plan's or below them); measured seconds MEAS_S_WIDTH, "%.6f" of up to 999.999999 s
+ * a step; measured values MEAS_V_WIDTH, the longest "%.6g" of a positive number ("0.000123457",
+ * "1.23457e+06"). A wider measured cell still widens its column. */
+enum { MEAS_S_WIDTH = 10, MEAS_V_WIDTH = 11 };
+
+static void measured_widths(Table *t, const Cols *c, const Comparison *cmp)
+{
+    if (c->meas_b >= 0) {
+        int w = (int)strlen(C_PLAN_B.label);
+        for (int i = 0; i < cmp->n; i++) {
+            const MeasureRow *r = &cmp->rows[i];
+            char buf[32];
+            if (r->kind != UNIT_BYTES || !r->has_planned) continue;
+            int n = (int)strlen(num_fmt_grouped((uint64_t)r->planned, buf, sizeof buf));
+            w = n > w ? n : w;
+        }
+        table_set_width(t, c->meas_b, w);
+    }
+    if (c->meas_s >= 0) table_set_width(t, c->meas_s, MEAS_S_WIDTH);
+    if (c->meas_v >= 0) table_set_width(t, c->meas_v, MEAS_V_WIDTH);
+}
+
 Table *run_report_table(const Comparison *cmp, RunTable which)
 {
     Cols c;
@@ -94,6 +119,7 @@ Table *run_report_table(const Comparison *cmp, RunTable which)
         int value = r->kind == UNIT_VALUE; /* rates and call counts: the table with value columns */
         if (which == RUN_TABLE_ALL || (which == RUN_TABLE_RATES) == value) add_row(t, &c, r);
     }
+    if (which != RUN_TABLE_ALL) measured_widths(t, &c, cmp);
     return t;
 }
 

@@ -17,7 +17,10 @@ Table *table_new(const TableCol *cols, int ncols)
     Table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->cols = malloc(sizeof *cols * (size_t)ncols);
-    if (!t->cols) {
+    t->width = calloc((size_t)ncols, sizeof *t->width);
+    if (!t->cols || !t->width) {
+        free(t->cols);
+        free(t->width);
         free(t);
         return NULL;
     }
@@ -37,6 +40,7 @@ void table_free(Table *t)
     }
     free(t->rows);
     free(t->cols);
+    free(t->width);
     free(t->title);
     free(t);
 }
@@ -46,6 +50,15 @@ void table_set_title(Table *t, const char *title)
     free(t->title);
     t->title = title ? strdup(title) : NULL;
     if (title && !t->title) t->oom = 1;
+}
+
+void table_set_width(Table *t, int col, int width)
+{
+    if (col < 0 || col >= t->ncols || width < 0) {
+        t->oom = 2; /* programming error: reported by table_write */
+        return;
+    }
+    t->width[col] = width;
 }
 
 static Row *push_row(Table *t, int rule)
@@ -149,6 +162,7 @@ Table *table_select(const Table *t, const char *names, Err *e)
     for (int i = 0; i < n; i++) cols[i] = t->cols[pick[i]];
     Table *s = table_new(cols, n);
     if (s && t->title) table_set_title(s, t->title);
+    for (int i = 0; s && i < n; i++) s->width[i] = t->width[pick[i]];
     for (int r = 0; s && r < t->nrows; r++) {
         if (t->rows[r].rule) {
             table_rule(s);

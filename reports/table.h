@@ -54,6 +54,9 @@ Status table_check(const Table *t, Err *e);
 
 /* Text-only title printed above the header. */
 void table_set_title(Table *t, const char *title);
+/* Text only: column col is at least `width` characters wide whatever its cells hold (a wider cell still
+ * widens it: nothing is cut), so a column of measured values keeps one layout from run to run. */
+void table_set_width(Table *t, int col, int width);
 
 /* Append a row; later setters fill it. Unset cells print as "-" (text), empty (CSV), null (JSON). */
 void table_row(Table *t);

@@ -23,6 +23,7 @@ typedef struct {
 
 struct Table {
     TableCol *cols;
+    int *width; /* per column: its least text width (table_set_width; 0 = its widest cell) */
     int ncols;
     Row *rows;
     int nrows, cap;

@@ -235,6 +235,7 @@ int table_write_text(const Table *t, FILE *f)
         const TableCol *col = &t->cols[c];
         int lw = width_of(label(col)), uw = col->unit ? width_of(col->unit) : 0;
         w[c] = minw[c] = lw > uw ? lw : uw;
+        if (t->width[c] > w[c]) w[c] = minw[c] = t->width[c]; /* table_set_width: whatever the cells */
         for (int r = 0; r < t->nrows; r++) {
             if (t->rows[r].rule) continue;
             int cw = width_of(cell_text(t, r, c, buf));

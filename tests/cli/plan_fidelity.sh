@@ -198,7 +198,7 @@ run run --model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16 --vocab 64 -
 # the plan is torchtitan's (flash attention): this executor's materialized attention differs from it
 expect_rc "run against another stack's plan reports the differing terms (exit 1)" 1
 expect_out "run plans for the stack it was given" "plan for h100-sxm (stack torchtitan)"
-expect_out "the attention term follows the stack's kernel" "act_attention              activation          128     1,024"
+expect_out "the attention term follows the stack's kernel" "act_attention              activation          128        1,024"
 run run --model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16 --vocab 64 --recipe megatron-bf16 --steps 1
 expect_rc "run against its own stack's plan exits 0" 0
 expect_out "run plans for this executor by default" "(stack fp8plan)"

@@ -525,6 +525,60 @@ static void test_report_rate_digits(void)
     }
 }
 
+/* The text tables' layout does not move with what a run measured (README quotes them; two runs of one
+ * command print one layout): measured bytes as wide as the planned bytes column (here 1,233,125,376: 13
+ * characters), measured seconds 10 ("%.6f" up to 999.999999 s), measured values 11 (the longest "%.6g" of
+ * a positive number, "0.000123457"). Two runs: a step of 8.692874 s (8 characters) and of 49.463589 s (9),
+ * 768 and 8,192 bytes, 3.68118 and 0.000516123 tokens/s. */
+static void test_report_layout_fixed(void)
+{
+    static Comparison c;
+    const double step[2] = {8.692874, 49.463589}, bytes[2] = {768, 8192}, tok[2] = {3.68118, 0.000516123};
+    char *out[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    for (int run = 0; run < 2; run++) {
+        memset(&c, 0, sizeof c);
+        cmp_set(cmp_row(&c, CMP_MEMORY, "comm_buffers", "overhead", UNIT_BYTES, MEASURE_INFO, "n/a"), 1, 1233125376.0,
+                0, 0);
+        cmp_set(cmp_row(&c, CMP_MEMORY, "io", "activation", UNIT_BYTES, MEASURE_INFO, "x"), 0, 0, 1, bytes[run]);
+        cmp_set(cmp_row(&c, CMP_TIME, "step", "time", UNIT_SECONDS, MEASURE_INFO, "x"), 1, 0.001177, 1, step[run]);
+        MeasureRow *r = cmp_row(&c, CMP_RATE, "tokens_per_s", "rate", UNIT_VALUE, MEASURE_INFO, "x");
+        cmp_set(r, 1, 108720, 1, tok[run]);
+        r->unit = "tok/s";
+        measure_judge(c.rows, c.n);
+        for (int k = 0; k < 2; k++) {
+            Table *t = run_report_table(&c, k ? RUN_TABLE_RATES : RUN_TABLE_TERMS);
+            size_t len = 0;
+            FILE *f = open_memstream(&out[run][k], &len);
+            Err e;
+            CHECK(t && f && table_write(t, TABLE_TEXT, f, &e) == ST_OK);
+            if (f) fclose(f);
+            table_free(t);
+        }
+    }
+    /* section 7, term 12 ("comm_buffers"), category 10 ("activation"), planned B 13, measured B 13, planned
+     * s 8 ("0.001177"), measured s 10, spread 6 ("spread"; these rows have none), two blanks between:
+     * "  8.692874" and " 49.463589" end at one column */
+    CHECK_CONTAINS(out[0][0],
+                   "memory   io            activation              -            768         -           -       -\n");
+    CHECK_CONTAINS(out[1][0],
+                   "memory   io            activation              -          8,192         -           -       -\n");
+    CHECK_CONTAINS(out[0][0],
+                   "time     step          time                    -              -  0.001177    8.692874       -\n");
+    CHECK_CONTAINS(out[1][0],
+                   "time     step          time                    -              -  0.001177   49.463589       -\n");
+    /* term 12, unit 5, planned 7 ("planned"; 108720 is 6), measured 11 */
+    CHECK_CONTAINS(out[0][1], "tokens_per_s  tok/s   108720      3.68118  x\n");
+    CHECK_CONTAINS(out[1][1], "tokens_per_s  tok/s   108720  0.000516123  x\n");
+    for (int k = 0; k < 2; k++) {
+        /* every line of the header (up to the rule) the same both times */
+        const char *a = out[0][k] ? out[0][k] : "", *b = out[1][k] ? out[1][k] : "";
+        const char *ra = strstr(a, "\n-"), *rb = strstr(b, "\n-");
+        CHECK(ra && rb && ra - a == rb - b && !strncmp(a, b, (size_t)(ra - a)));
+        free(out[0][k]);
+        free(out[1][k]);
+    }
+}
+
 int main(void)
 {
     RUN(test_stats);
@@ -532,5 +586,6 @@ int main(void)
     RUN(test_cpu_has_no_device_rows);
     RUN(test_collective_time_rows);
     RUN(test_report_rate_digits);
+    RUN(test_report_layout_fixed);
     return test_summary();
 }

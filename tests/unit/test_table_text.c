@@ -190,6 +190,64 @@ static void test_select_columns(void)
     table_free(t);
 }
 
+/* table_set_width: a column at least that wide whatever its cells (a measured column keeps one layout from
+ * run to run); a wider cell still widens it; --columns keeps it; a column out of range is a programming
+ * error table_write reports. */
+static void test_set_width(void)
+{
+    static const TableCol cols[] = {{"term", NULL, NULL, TC_STR, 0, 0},
+                                    {"measured_s", "measured", "s", TC_F64, 6, 0},
+                                    {"note", NULL, NULL, TC_STR, 0, 0}};
+    const double secs[2] = {8.692874, 49.463589}; /* "8.692874" (8 characters), "49.463589" (9) */
+    char *out[2];
+    for (int i = 0; i < 2; i++) {
+        Table *t = table_new(cols, 3);
+        table_set_width(t, 1, 10);
+        table_row(t);
+        table_str(t, 0, "step");
+        table_f64(t, 1, secs[i]);
+        table_str(t, 2, "x");
+        out[i] = render(t);
+        table_free(t);
+    }
+    /* term 4 + 2 + 10 + 2: the note at column 18 both times; the 8 and 9 characters right-aligned in 10 */
+    CHECK_STR(out[0], "term    measured  note\n"
+                      "               s\n"
+                      "----------------------\n"
+                      "step    8.692874  x\n");
+    CHECK_STR(out[1], "term    measured  note\n"
+                      "               s\n"
+                      "----------------------\n"
+                      "step   49.463589  x\n");
+    free(out[0]);
+    free(out[1]);
+    Table *t = table_new(cols, 3);
+    table_set_width(t, 1, 4);
+    table_row(t);
+    table_str(t, 0, "step");
+    table_f64(t, 1, 12345.5); /* "12345.500000": 12 characters, wider than 4 and than the label */
+    table_str(t, 2, "x");
+    char *s = render(t);
+    CHECK_CONTAINS(s, "step  12345.500000  x\n");
+    free(s);
+    table_set_width(t, 1, 14);
+    Err e;
+    Table *sel = table_select(t, "note,measured_s", &e);
+    CHECK(sel != NULL);
+    if (sel) {
+        s = render(sel);
+        /* note 4 + 2 + 14 = 20: "12345.500000" (12) after 2 + 2 blanks */
+        CHECK_CONTAINS(s, "x       12345.500000\n");
+        free(s);
+        table_free(sel);
+    }
+    table_set_width(t, 3, 8);
+    FILE *f = fopen("/dev/null", "w");
+    CHECK(f && table_write(t, TABLE_TEXT, f, &e) == ST_SOFTWARE);
+    if (f) fclose(f);
+    table_free(t);
+}
+
 int main(void)
 {
     RUN(test_prose_cells_wrap);
@@ -199,5 +257,6 @@ int main(void)
     RUN(test_widths_count_characters);
     RUN(test_prose);
     RUN(test_select_columns);
+    RUN(test_set_width);
     return test_summary();
 }
