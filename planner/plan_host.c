@@ -12,16 +12,17 @@
  * profile of R_p >= C ranks measures are those of C ranks sharing the cores, not R_p. Measured on this project's
  * 2-vCPU host (load 2.9-5.6, one profile each, GPT-2 demo of tests/bench/time_survey.sh): the 4-rank profile's
  * GEMM rates were 0.48 of the 1-rank profile's (BF16 100 against 210 GFLOP/s), its element-wise rate 0.49 (0.784
- * against 1.60 GB/s) — the share of 2 ranks, 1/2 — and a 2-rank profile's the same 1/2. A step (tens of ms, every
- * rank synchronized by its collectives) is far longer than a slice, so a run of R > C ranks gets 1/R: its compute
- * takes R / C times the profile's. At R <= C every rank has its cores and nothing changes.
+ * against 1.60 GB/s): the share of 2 ranks, 1/2. A 2-rank profile holds 1/2 by construction (Open MPI binds each
+ * rank to a core of its own, its pool one thread there). A step (tens of ms, every rank synchronized by its
+ * collectives) is far longer than a slice, so a run of R > C ranks gets 1/R: its compute takes R / C times the
+ * profile's. At R <= C every rank has its cores and nothing changes.
  *
  * Not stretched: the memory stream (AdamW's states, a GEMM's operand traffic, hbm_bw). Sharing cores does not
  * divide memory bandwidth by the ranks the way it divides cycles: the 4-rank profile's AdamW stream was 0.89 of
- * the 1-rank profile's (20.7 against 23.4 GB/s), and the runs' optimizer came within -14...+0 % of the profile's
- * rate (DP 4, TP 2 x DP 2 above). The collectives keep the link fits calibrate measured with every rank in the
- * call; the time a rank waits in a collective for a peer that is off its core (the run's collective_wait) is not
- * planned. */
+ * the 1-rank profile's (20.7 against 23.4 GB/s), and the runs' optimizer came within -19...+12 % of the profile's
+ * rate at a load of 5-7 (DP 4, TP 2 x DP 2, PP 2 x DP 2: docs/calibrate.md, "The ranks' share of the cores").
+ * The collectives keep the link fits calibrate measured with every rank in the call; the time a rank waits in a
+ * collective for a peer that is off its core (the run's collective_wait) is not planned. */
 #include "planner/plan_host.h"
 
 double plan_host_stretch(uint32_t ranks, uint32_t cores)
