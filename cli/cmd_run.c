@@ -255,6 +255,12 @@ static void on_started(void *ctx, const RunSession *s)
     const ModelSpec *sp = &m->spec;
     printf("fp8plan run: %s on %s, recipe %s, plan for %s (stack %s)\n", a->model, m->bk->name, m->recipe.name,
            s->plan->in.gpu->name, s->plan->in.stack ? s->plan->in.stack->name : "none");
+    if (s->host_stretch > 1.0)
+        printf(
+            "  oversubscribed: %u ranks time-share %u cores, so the plan's GEMMs and element-wise kernels take %.3gx\n"
+            "    the time of the profile's rates (planner/plan_host.c); waits for a peer off its core are not "
+            "planned\n",
+            s->host_ranks, s->host_cores, s->host_stretch);
     if (ms->dev.have) {
         const BackendDeviceInfo *i = &ms->dev.info;
         printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "

@@ -64,6 +64,17 @@ static int online_cpus(void)
     return c < 1 ? 1 : c > PAR_MAX_THREADS ? PAR_MAX_THREADS : (int)c;
 }
 
+int par_cpu_flags(float *flag, int n)
+{
+    cpu_set_t set;
+    int ok = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0, count = 0, first = online_cpus();
+    for (int i = 0; i < n; i++) {
+        flag[i] = (ok ? CPU_ISSET(i, &set) : i < first) ? 1.0f : 0.0f;
+        count += flag[i] > 0;
+    }
+    return count;
+}
+
 int par_threads(void)
 {
     static int n;

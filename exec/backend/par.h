@@ -28,6 +28,14 @@ enum { PAR_MAX_THREADS = 64 };
  * most PAR_MAX_THREADS). Fixed at the first call. */
 int par_threads(void);
 
+/* The CPUs this process may run on (sched_getaffinity): flag[i] = 1 for CPU i (i < n), 0 for the others; their
+ * count. Where the set cannot be read, the first online_cpus() (_SC_NPROCESSORS_ONLN) flagged. A rank's own set is
+ * not the host's: Open MPI 4.1 binds each rank to a core of its own when the ranks do not outnumber the cores
+ * (`mpirun -np 2 nproc` printed 1 and 1 on this project's 2-vCPU host, `mpirun --oversubscribe -np 4 nproc` 2 four
+ * times), so the cores the ranks share are the union of their sets (exec/run/run_session.c). */
+enum { PAR_CPU_FLAGS = 1024 }; /* glibc's CPU_SETSIZE */
+int par_cpu_flags(float *flag, int n);
+
 /* fn(ctx, task, worker) for every task in [0, ntasks), each exactly once,
  * handed out dynamically; worker is in [0, par_threads()) and no two tasks
  * run on the same worker at once. Returns when all have finished. */

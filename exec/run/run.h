@@ -95,6 +95,10 @@ typedef struct {
     Measurement ms;
     double build_s; /* seconds the model took to build */
     RankData rd;    /* several ranks: every rank's measurements (on rank 0) */
+    /* a host profile's plan on the CPU backend: the ranks, the cores they share (the union of their CPU sets) and the stretch of
+     * the compute rates the plan took for them (planner/plan_host.h; 1: none, ranks <= cores) */
+    uint32_t host_ranks, host_cores;
+    double host_stretch;
 } RunSession;
 
 /* What the caller shows. Every hook may be NULL (nothing shown); a hook that returns an int returns an

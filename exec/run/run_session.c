@@ -13,6 +13,7 @@
 #include "exec/ckpt/ckpt.h"
 #include "exec/comm/comm_mpi.h"
 #include "exec/run/run.h"
+#include "planner/plan_host.h"
 
 /* ---- what the session shows, through the caller's hooks ---- */
 
@@ -105,6 +106,27 @@ static int lookup(const RunSpec *a, RunSession *s, const GpuSpec **gpu, const Re
     return 0;
 }
 
+/* The cores the ranks share: the union of their CPU sets (par_cpu_flags; a rank's own may be one core), by one
+ * all-reduce (MAX) of every rank's flags before the steps (the steps' collectives are counted from their start). */
+static Status shared_cores(Comm *c, Backend *bk, uint32_t *out, Err *e)
+{
+    static float f[PAR_CPU_FLAGS];
+    int n = par_cpu_flags(f, PAR_CPU_FLAGS);
+    if (c && c->size > 1) {
+        void *d = NULL;
+        Status st = bk->alloc(bk, sizeof f, &d, e);
+        if (!st) st = bk->copy_to_device(bk, d, f, sizeof f, e);
+        if (!st) st = c->all_reduce(c, COMM_UNPLANNED, bk, d, PAR_CPU_FLAGS, DT_FP32, COMM_MAX, e);
+        if (!st) st = bk->copy_to_host(bk, f, d, sizeof f, e);
+        if (d) bk->free(bk, d);
+        if (st) return st;
+        n = 0;
+        for (int i = 0; i < PAR_CPU_FLAGS; i++) n += f[i] > 0;
+    }
+    *out = n > 0 ? (uint32_t)n : 1;
+    return ST_OK;
+}
+
 /* The plans of a run: s->built, the one the executor lays its arena out from
  * (stacks.csv's fp8plan row: this executor), and s->plan, the one the run is
  * compared with — the same plan, or --stack's (which predicts that stack, so
@@ -120,6 +142,17 @@ static int make_plans(const RunSpec *a, RunSession *s, const GpuSpec *gpu, const
         char names[2048];
         catalog_stack_names(s->cat, names, sizeof names);
         return run_usage("--stack: unknown stack '%s' (known: %s)", a->stack, names);
+    }
+    /* ranks on the host's cores: with more ranks than cores they time-share them, and the plan takes the compute
+     * rates each rank gets (planner/plan_host.c); the ranks of a CPU run are on one host, as calibrate's are */
+    static GpuSpec shared;
+    s->host_stretch = 1.0;
+    if (gpu->host && !strcmp(s->bk->name, "cpu")) {
+        Err e;
+        s->host_ranks = s->comm ? (uint32_t)s->comm->size : 1;
+        if (shared_cores(s->comm, s->bk, &s->host_cores, &e)) return run_fail(&e);
+        s->host_stretch = plan_host_share(gpu, s->host_ranks, s->host_cores, &shared);
+        gpu = &shared;
     }
     Plan *p[2] = {&own_plan, &other_plan};
     const StackSpec *st[2] = {own, stack};

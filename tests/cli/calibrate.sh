@@ -306,6 +306,25 @@ expect_rc "a 2-rank profile plans DP 2" 0
 mpi_run 2 "$FP8PLAN" run --backend cpu --catalog "$TMP/cat2" --gpu host $TINY --recipe megatron-bf16 --mbs 1 --gbs 2 \
     --steps 6 --quiet -o "$TMP/run2.csv"
 case $rc in 0 | 1) pass "mpirun -np 2 run --gpu host finishes with a verdict (exit $rc)" ;; *) fail "mpirun run" "exit $rc: $(tail -c 600 "$TMP/err")" ;; esac
+# 4 ranks on this host's cores (planner/plan_host.c): more ranks than cores time-share them, so the run's plan takes
+# its GEMMs and element-wise kernels 4 / cores times as long as the profile's rates give (the report says so), and a
+# rank's forward (one micro-batch a rank, as at DP 2 above) is planned longer than the 2-rank run's, by at most
+# that stretch (a GEMM bound by its operands' memory traffic does not stretch); as many cores as ranks: no change
+mpi_run 4 "$FP8PLAN" run --backend cpu --catalog "$TMP/cat2" --gpu host $TINY --recipe megatron-bf16 --mbs 1 --gbs 4 \
+    --steps 2 -o "$TMP/run4.csv"
+case $rc in 0 | 1) pass "mpirun -np 4 run --gpu host finishes with a verdict (exit $rc)" ;; *) fail "mpirun -np 4 run" "exit $rc: $(tail -c 600 "$TMP/err")" ;; esac
+cores=$(nproc)
+f2=$(awk -F, '$1 == 0 && $2 == "time" && $3 == "forward" { print $7 }' "$TMP/run2.csv")
+f4=$(awk -F, '$1 == 0 && $2 == "time" && $3 == "forward" { print $7 }' "$TMP/run4.csv")
+if [ "$cores" -lt 4 ]; then
+    s4=$(awk -v c="$cores" 'BEGIN { printf "%.3g", 4 / c }')
+    expect_out "4 ranks on $cores cores: the run says the plan assumes it" "oversubscribed: 4 ranks time-share $cores cores, so the plan's GEMMs and element-wise kernels take ${s4}x"
+    if awk -v a="$f2" -v b="$f4" -v s="$s4" 'BEGIN { exit !(a > 0 && b > a && b <= s * a * (1 + 1e-9)) }'; then
+        pass "4 ranks on $cores cores: the forward planned longer, by at most ${s4}x ($f2 -> $f4 s)"
+    else fail "4 ranks on $cores cores: the forward planned longer by at most ${s4}x" "2 ranks $f2 s, 4 ranks $f4 s"; fi
+else
+    if grep -q "oversubscribed" "$TMP/out"; then fail "4 ranks on $cores cores: no oversubscription" "$(grep oversubscribed "$TMP/out")"; else pass "4 ranks on $cores cores: no oversubscription stated"; fi
+fi
 # a multi-rank run's CSV leads with a rank column (rank 0's comparison rows)
 ar=$(grep '^0,time,dp_grad_allreduce.time,' "$TMP/run2.csv")
 if echo "$ar" | awk -F, '{ exit !($7 + 0 > 0 && $8 + 0 > 0 && $14 == "+-15 %" && ($15 == "ok" || $15 == "OUTSIDE")) }'; then

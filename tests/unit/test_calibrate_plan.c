@@ -3,7 +3,8 @@
  * hold refused, GEMMs at the measured rate without tiles and a measured link's
  * latency per ring step, whole host plans, the measured element-wise rates
  * (one, and per kind of kernel) and the scaled optimizer's, and the experts' grouped-GEMM cost per group
- * (exec/measure/calibrate_moe.c). The fits and the rows themselves:
+ * (exec/measure/calibrate_moe.c), and the rates a rank gets when the ranks outnumber the host's cores
+ * (planner/plan_host.c). The fits and the rows themselves:
  * test_calibrate.c. */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "exec/measure/calibrate.h"
 #include "planner/arch.h"
 #include "catalog/catalog.h"
+#include "planner/plan_host.h"
 #include "planner/plan_internal.h"
 #include "support/fixtures.h"
 #include "test.h"
@@ -405,6 +407,70 @@ static void test_group_cost(void)
     CHECK(cal_group_predict(g, 2, 8, 0, 20e-6, row) == 0); /* no BF16 rate: not predicted, the figure skipped */
 }
 
+/* More ranks than cores (planner/plan_host.c): R ranks time-sharing C cores stretch a host profile's compute by
+ * R / C when R > C. host_gpu() at 4 ranks on 2 cores: BF16 100 -> 50 GFLOP/s, FP8 50 -> 25, FP32 100 -> 50,
+ * elem_bw 10 -> 5 GB/s; hbm_bw (the optimizer's stream, GEMM operands) and the link as measured. */
+static void test_oversubscribed_host(void)
+{
+    /* ranks / cores above 1, else 1; 0 cores: not known, 1 */
+    const struct {
+        uint32_t r, c;
+        double s;
+    } cs[] = {{4, 2, 2.0}, {3, 2, 1.5}, {8, 2, 4.0}, {2, 2, 1.0}, {1, 2, 1.0}, {4, 0, 1.0}, {16, 12, 16.0 / 12.0}};
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        CHECKF(plan_host_stretch(cs[i].r, cs[i].c) == cs[i].s, "case %zu: %g", i, plan_host_stretch(cs[i].r, cs[i].c));
+    GpuSpec g = host_gpu(), o;
+    g.elem_bw = 10e9, g.elem_kind_bw[ELEM_ACT] = 4e9, g.scaled_optim_bw = 2e9, g.group_gemm_s = 3e-6;
+    CHECK(plan_host_share(&g, 4, 2, &o) == 2.0);
+    CHECK(o.flops_bf16 == 50e9 && o.mamf_bf16 == 50e9 && o.flops_fp8 == 25e9 && o.mamf_fp8 == 25e9);
+    CHECK(o.flops_fp32 == 50e9 && o.elem_bw == 5e9 && o.elem_kind_bw[ELEM_ACT] == 2e9 &&
+          o.elem_kind_bw[ELEM_NORM] == 0);
+    CHECK(o.scaled_optim_bw == 1e9 && o.group_gemm_s == 6e-6);
+    CHECK(o.hbm_bw == 10e9 && o.link_lat == 1e-6 && o.intra_bw == 1e9 && !strcmp(o.name, g.name));
+    /* as many ranks as cores, or a GPU row: an unchanged copy */
+    CHECK(plan_host_share(&g, 2, 2, &o) == 1.0 && !memcmp(&o, &g, sizeof g));
+    GpuSpec gpu = fx_gpu();
+    CHECK(plan_host_share(&gpu, 8, 2, &o) == 1.0 && !memcmp(&o, &gpu, sizeof gpu));
+
+    /* the GEMM: 64 x 128 x 256 BF16, 4,194,304 FLOP / 50e9 = 8.388608e-5 s (1.14688e-5 s of operands at 10 GB/s
+     * stay below); FP8 4,194,304 / 25e9 = 1.6777216e-4 s */
+    g = host_gpu();
+    plan_host_share(&g, 4, 2, &o);
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.gpu = &o, in.launch_s = 2e-6;
+    GemmGpu gg;
+    gemm_gpu_init(&in, &gg);
+    CHECK_REL(gemm_time(&gg, 64, 128, 256, 1, 0, 2), 8.388608e-5, 1e-12);
+    CHECK_REL(gemm_time(&gg, 64, 128, 256, 1, 1, 2), 1.6777216e-4, 1e-12);
+    /* operand-bound 1 x 1 x 1e6: 2e6 FLOP / 50e9 = 4e-5 s, still below the 4.000002e-4 s of its bytes at 10 GB/s */
+    CHECK_REL(gemm_time(&gg, 1, 1, 1000000, 1, 0, 2), 4.000002e-4, 1e-12);
+
+    /* a whole plan, DP 4 of the tiny model, BF16, no launch floor: the element-wise time doubles with elem_bw (as
+     * test_elem_rate), the optimizer's stream and the gradient all-reduce (the measured link) do not move */
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    g = host_gpu(), g.elem_bw = 10e9;
+    plan_host_share(&g, 4, 2, &o);
+    PlanInput pa = fx_input(&m, &g, &r), pb;
+    pa.mbs = 1, pa.gbs = 4, pa.dp = 4, pa.launch_s = 0;
+    pb = pa, pb.gpu = &o;
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    Err e = {0};
+    if (!a || !b) {
+        free(a), free(b);
+        return;
+    }
+    CHECKF(plan_build(&pa, a, &e) == ST_OK, "%s", e.msg);
+    CHECKF(plan_build(&pb, b, &e) == ST_OK, "%s", e.msg);
+    CHECK(a->time.nongemm_s > 0 && a->coll[CO_DP_GRAD_AR].time_s > 0);
+    CHECK_REL(b->time.nongemm_s, 2.0 * a->time.nongemm_s, 1e-12);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 0);
+    CHECK_REL(b->coll[CO_DP_GRAD_AR].time_s, a->coll[CO_DP_GRAD_AR].time_s, 0);
+    CHECK(b->time.step_s > a->time.step_s);
+    free(a), free(b);
+}
+
 int main(void)
 {
     RUN(test_host_rows_refused);
@@ -416,5 +482,6 @@ int main(void)
     RUN(test_o1_optim_rate);
     RUN(test_amax_and_commit_kinds);
     RUN(test_group_cost);
+    RUN(test_oversubscribed_host);
     return test_summary();
 }
