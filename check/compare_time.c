@@ -83,7 +83,7 @@ static void coll_time_rows(const Plan *p, const Observed *ob, const Tolerances *
         const Collective *pc = &p->coll[i];
         if (!pc->calls || pc->ranks < 2) continue;
         char name[40];
-        snprintf(name, sizeof name, "%s.time", pc->name);
+        snprintf(name, sizeof name, "%s.time", coll_name((CollectiveId)i));
         MeasureRow *r = time_row(c, name, ob, ob->coll_s + (size_t)i * ob->cap);
         if (!r) continue;
         r->has_measured &= ob->coll[i].calls > 0;
