@@ -51,12 +51,12 @@ static void memory_rows(const Plan *p, const Observed *ob, Comparison *c)
         int held = ob->held[i], ws = i == MT_WORKSPACE;
         MeasureMode mode = MEASURE_INFO;
         const char *note = NULL;
-        if (held && m->persistent && !ws)
+        if (held && mem_term_persistent((MemTermId)i) && !ws)
             mode = MEASURE_EXACT; /* states, copies, scales: byte for byte */
         else if (i == MT_TRANSIENT || i == MT_ACT_MOE)
             mode = MEASURE_BOUND; /* MoE: the plan counts per row a routing weight and two maps, the executor
                                      keeps one map per (token, slot) and the counts (docs/executor-moe.md) */
-        else if (m->cat == MC_ACTIVATION)
+        else if (mem_term_category((MemTermId)i) == MC_ACTIVATION)
             mode = MEASURE_EXACT; /* the plan itemizes the saved tensors; the executor saves exactly those */
         else if (ws && ob->gemm_workspace_bytes)
             mode = MEASURE_EXACT; /* the backend's workspace is carved from the arena */
@@ -64,7 +64,8 @@ static void memory_rows(const Plan *p, const Observed *ob, Comparison *c)
             note = ws               ? "n/a: backend has no GEMM workspace"
                    : !ob->on_device ? "n/a on the cpu backend"
                                     : "not measured in the arena";
-        MeasureRow *r = cmp_row(c, CMP_MEMORY, m->name, mem_category_name(m->cat), UNIT_BYTES, mode, note);
+        MeasureRow *r = cmp_row(c, CMP_MEMORY, mem_term_name((MemTermId)i),
+                                mem_category_name(mem_term_category((MemTermId)i)), UNIT_BYTES, mode, note);
         row[i] = r ? (int)(r - c->rows) : -1;
         cmp_set(r, 1, (double)m->bytes, mode != MEASURE_INFO, (double)ob->placed[i]);
     }
@@ -74,7 +75,7 @@ static void memory_rows(const Plan *p, const Observed *ob, Comparison *c)
         for (int i = 0; i < MT_COUNT_; i++) {
             if (row[i] < 0) continue;
             const MeasureRow *t = &c->rows[row[i]];
-            if (p->mem[i].cat != (MemCategory)cat || t->mode == MEASURE_INFO) continue;
+            if (mem_term_category((MemTermId)i) != (MemCategory)cat || t->mode == MEASURE_INFO) continue;
             planned += t->planned;
             measured += t->measured;
             any = 1;
@@ -149,20 +150,21 @@ static void comm_rows(const Plan *p, const Observed *ob, Comparison *c)
          * table compares them exactly with the plan given the measured routing (planner/plan_routed.h); so do
          * the ETP group's gather and reduce-scatter of the rows its experts received when ep > 1 (at ep 1 they
          * are every member's tokens x top-k, the uniform plan's exactly) */
-        const int routed =
-            pc->op == OP_ALL_TO_ALL || ((i == CO_ETP_AG || i == CO_ETP_RS) && p->in.ep > 1 && p->in.etp > 1);
+        const int routed = coll_op((CollectiveId)i) == OP_ALL_TO_ALL ||
+                           ((i == CO_ETP_AG || i == CO_ETP_RS) && p->in.ep > 1 && p->in.etp > 1);
         const char *uniform = "uniform routing; exact with the measured routing in the expert all-to-all table";
         char name[40];
-        MeasureRow *r = cmp_row(c, CMP_COMM, pc->name, "comm", UNIT_BYTES, routed ? MEASURE_INFO : MEASURE_EXACT,
-                                routed ? uniform : NULL);
+        MeasureRow *r = cmp_row(c, CMP_COMM, coll_name((CollectiveId)i), "comm", UNIT_BYTES,
+                                routed ? MEASURE_INFO : MEASURE_EXACT, routed ? uniform : NULL);
         cmp_set(r, 1, (double)pc->step_bytes, 1, m->bus_step);
-        snprintf(name, sizeof name, "%s.payload", pc->name); /* whole bytes: checked over 2 or more ranks */
+        snprintf(name, sizeof name, "%s.payload",
+                 coll_name((CollectiveId)i)); /* whole bytes: checked over 2 or more ranks */
         r = cmp_row(c, CMP_COMM, name, "comm", UNIT_BYTES, pc->ranks && !routed ? MEASURE_EXACT : MEASURE_INFO,
                     routed      ? uniform
                     : pc->ranks ? NULL
                                 : why);
         cmp_set(r, 1, (double)plan_coll_step_payload(pc), 1, (double)m->payload_bytes / steps);
-        snprintf(name, sizeof name, "%s.calls", pc->name);
+        snprintf(name, sizeof name, "%s.calls", coll_name((CollectiveId)i));
         /* the gradient all-reduce's and the distributed optimizer's buckets are the plan's calls exactly
          * (planner/plan_comm.c plan_dp_buckets, exec/model/model_grad_bucket.c, model_shard.c); the other
          * collectives' calls are shown */

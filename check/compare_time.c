@@ -84,7 +84,7 @@ static void coll_time_rows(const Plan *p, const Observed *ob, const Tolerances *
         const Collective *pc = &p->coll[i];
         if (!pc->calls || pc->ranks < 2) continue;
         char name[40];
-        snprintf(name, sizeof name, "%s.time", pc->name);
+        snprintf(name, sizeof name, "%s.time", coll_name((CollectiveId)i));
         MeasureRow *r = time_row(c, name, ob, ob->coll_s + (size_t)i * ob->cap);
         if (!r) continue;
         r->has_measured &= ob->coll[i].calls > 0;
@@ -96,7 +96,7 @@ static void coll_time_rows(const Plan *p, const Observed *ob, const Tolerances *
          * ranks (the two barriers: their skew, a waiting rank's return to its core; a receive's wait for its
          * sender), which its .time row leaves out and the plan does not hold */
         if (!ob->coll_total.calls) continue;
-        snprintf(name, sizeof name, "%s.wait", pc->name);
+        snprintf(name, sizeof name, "%s.wait", coll_name((CollectiveId)i));
         MeasureRow *w = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_INFO,
                                 "mean per step: this collective's wait for the other ranks (in collective_wait)");
         cmp_set(w, 0, 0, ob->coll[i].calls > 0, ob->coll[i].wait_s / steps);

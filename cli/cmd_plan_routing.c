@@ -39,10 +39,11 @@ static Status stage_rows(Table *t, const Plan *sp, const MoeRouting *rt, uint32_
         EtpRouted x;
         if (sp->in.etp > 1 && (st = plan_etp_routed(sp, rt, r, &x, e)) != ST_OK) return st;
         for (int i = 0; sp->in.etp > 1 && i < ETPR_COUNT_; i++) { /* the ETP group's gather and reduce-scatter */
-            const Collective *c = &sp->coll[i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS];
+            const CollectiveId id = i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS;
+            const Collective *c = &sp->coll[id];
             table_row(t);
             table_u64(t, 0, rank0 + r);
-            table_str(t, 1, c->name);
+            table_str(t, 1, coll_name(id));
             table_u64(t, 2, x.sent[i]);
             table_u64(t, 3, x.payload[i]);
             table_u64(t, 4, c->step_bytes * steps);

@@ -153,11 +153,11 @@ static Table *top_table(const Plan *top, const uint32_t *variants, int n, int sh
 }
 
 /* The largest memory term of p: what a layout that does not fit spends most on. */
-static const MemTerm *largest_term(const Plan *p)
+static MemTermId largest_term(const Plan *p)
 {
-    const MemTerm *m = &p->mem[0];
+    MemTermId m = 0;
     for (int i = 1; i < MT_COUNT_; i++)
-        if (p->mem[i].bytes > m->bytes) m = &p->mem[i];
+        if (p->mem[i].bytes > p->mem[m].bytes) m = (MemTermId)i;
     return m;
 }
 
@@ -176,12 +176,12 @@ static Table *nearest_table(const Plan *near, int n, int show_stack)
     Table *t = table_new(cols, nc);
     for (int i = 0; t && i < n; i++) {
         const Plan *p = &near[i];
-        const MemTerm *m = largest_term(p);
+        MemTermId m = largest_term(p);
         table_row(t);
         int k = layout_cells(t, 0, p, show_stack, uneven, experts, 1);
         table_f64(t, k++, over_gb(p));
-        table_str(t, k++, m->name);
-        table_f64(t, k++, plan_gb(m->bytes));
+        table_str(t, k++, mem_term_name(m));
+        table_f64(t, k++, plan_gb(p->mem[m].bytes));
     }
     return t;
 }
@@ -196,7 +196,7 @@ static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a, in
         plan_gb(a->in.gpu->hbm_bytes));
     if (!n) return 0;
     const Plan *p = &near[0];
-    const MemTerm *m = largest_term(p);
+    MemTermId m = largest_term(p);
     Err e;
     Table *t = nearest_table(near, n, show_stack);
     if (!t) return 1;
@@ -213,8 +213,9 @@ static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a, in
         "%s "
         "(%s, %.2f GB, %.0f %% of it). More GPUs, a recipe with fewer bytes per parameter or a GPU with more "
         "memory would help; every recompute and sharding choice was already tried.\n",
-        plan_gb(p->total_bytes), over_gb(p), 100.0 * over_gb(p) / plan_gb(p->limit_bytes), m->name,
-        mem_category_name(m->cat), plan_gb(m->bytes), 100.0 * (double)m->bytes / (double)p->total_bytes);
+        plan_gb(p->total_bytes), over_gb(p), 100.0 * over_gb(p) / plan_gb(p->limit_bytes), mem_term_name(m),
+        mem_category_name(mem_term_category(m)), plan_gb(p->mem[m].bytes),
+        100.0 * (double)p->mem[m].bytes / (double)p->total_bytes);
     return 0;
 }
 

@@ -103,7 +103,7 @@ static Table *comm_table(const Plan *p, const Measurement *l)
     for (int i = 0; t && i < CO_COUNT_; i++) {
         if (!p->coll[i].calls && !l->coll[i].calls) continue;
         table_row(t);
-        table_str(t, 0, p->coll[i].name);
+        table_str(t, 0, coll_name((CollectiveId)i));
         table_u64(t, 1, p->coll[i].step_bytes);
         table_f64(t, 2, l->coll[i].bus_bytes / steps);
         table_f64(t, 3, (double)l->coll[i].calls / steps);

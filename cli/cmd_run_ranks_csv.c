@@ -89,7 +89,7 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
         if (rd->ep_rows && rd->etp > 1 && !run_rank_etp(p, rd, r, &tpl, &tme, &e)) /* ETP: with the routing too */
             for (int i = 0; i < ETPR_COUNT_; i++) {
                 char name[48];
-                const char *nm = pr->coll[i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS].name;
+                const char *nm = coll_name(i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS);
                 bytes_row(t, &c, r, "rank_ep_routed", nm, "comm", (double)tpl.sent[i], (double)tme.sent[i]);
                 snprintf(name, sizeof name, "%s.payload", nm);
                 bytes_row(t, &c, r, "rank_ep_routed", name, "comm", (double)tpl.payload[i], (double)tme.payload[i]);
@@ -104,10 +104,11 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
             if (!run_rank_coll_listed(p, rd, k) || run_rank_ep_coll(rd, k)) continue;
             const Collective *pc = &pr->coll[k];
             char name[48];
-            bytes_row(t, &c, r, "rank_comm", pc->name, "comm", (double)pc->step_bytes, run_rank_bus(rd, r, k));
+            bytes_row(t, &c, r, "rank_comm", coll_name((CollectiveId)k), "comm", (double)pc->step_bytes,
+                      run_rank_bus(rd, r, k));
             table_f64(t, c.plan_s, pc->time_s);
             table_f64(t, c.meas_s, rd->med_s[(size_t)r * CO_COUNT_ + k]);
-            snprintf(name, sizeof name, "%s.payload", pc->name);
+            snprintf(name, sizeof name, "%s.payload", coll_name((CollectiveId)k));
             bytes_row(t, &c, r, "rank_comm", name, "comm", (double)plan_coll_step_payload(pc),
                       run_rank_payload(rd, r, k));
         }

@@ -113,9 +113,9 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
             const Collective *pc = &ps->coll[c];
             char name[48];
             for (int i = 0; i < k; i++) v[i] = run_rank_bus(rd, idx[i], c);
-            bad |= line(pc->name, pc->step_bytes, v, k);
+            bad |= line(coll_name((CollectiveId)c), pc->step_bytes, v, k);
             for (int i = 0; i < k; i++) v[i] = run_rank_payload(rd, idx[i], c);
-            snprintf(name, sizeof name, "%s.payload", pc->name);
+            snprintf(name, sizeof name, "%s.payload", coll_name((CollectiveId)c));
             bad |= line(name, plan_coll_step_payload(pc), v, k);
         }
     }
@@ -126,7 +126,7 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
            ms->first_step + measure_timed_from(ms) + 1, ms->first_step + ms->steps, n - 1);
     for (int c = 0; c < CO_COUNT_; c++) {
         if (!run_rank_coll_listed(p, rd, c)) continue;
-        printf("  %-30s", p->coll[c].name);
+        printf("  %-30s", coll_name((CollectiveId)c));
         for (int r = 0; r < n; r++) printf(" %.6f", rd->med_s[(size_t)r * CO_COUNT_ + c]);
         printf("\n");
     }
@@ -178,10 +178,11 @@ static int etp_rows(const Plan *p, const Measurement *ms, const RankData *rd, in
     const Plan *pr = run_rank_plan(p, rd, r);
     int bad = 0;
     for (int i = 0; i < ETPR_COUNT_; i++) {
-        const Collective *c = &pr->coll[i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS];
+        const CollectiveId id = i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS;
+        const Collective *c = &pr->coll[id];
         const int ok = pl.sent[i] == me.sent[i] && pl.payload[i] == me.payload[i];
         bad |= !ok;
-        printf("  %4d %-17s %12llu %12llu %13llu %13llu %12llu  %s\n", r, c->name, (unsigned long long)pl.sent[i],
+        printf("  %4d %-17s %12llu %12llu %13llu %13llu %12llu  %s\n", r, coll_name(id), (unsigned long long)pl.sent[i],
                (unsigned long long)me.sent[i], (unsigned long long)pl.payload[i], (unsigned long long)me.payload[i],
                (unsigned long long)c->step_bytes * ms->steps, ok ? "exact" : "DIFFERS");
     }

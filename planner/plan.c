@@ -202,7 +202,7 @@ static const StageMem *stage_memory(const PlanInput *in, const Geo *g, Ck *ck, S
     }
     LayerAct la;
     plan_layer_act(in, g, ck, &la);
-    plan_mem_labels(&sm[0]); /* sm[1] is a copy of sm[0] */
+    plan_mem_blank(&sm[0]); /* sm[1] is a copy of sm[0] */
     plan_memory(in, g, &la, 0, &sm[0], ck, 0);
     const StageMem *pick = &sm[0];
     *stage = 0;
@@ -223,19 +223,19 @@ static const StageMem *stage_memory(const PlanInput *in, const Geo *g, Ck *ck, S
         }
     }
     if (g->pp > 2 && (uneven || g->x.on)) { /* a middle stage can hold more layers (or more MoE layers) than the ends */
-        plan_mem_labels(&sm[2]);
+        plan_mem_blank(&sm[2]);
         plan_memory(in, g, &la, 1, &sm[2], ck, 0);
         if (sm[2].total > pick->total) pick = &sm[2], *stage = 1;
     }
     /* the last middle stage: the first to hold only MoE layers when the first layers are dense */
     if (g->x.on && g->pp > 3) {
-        plan_mem_labels(&sm[3]);
+        plan_mem_blank(&sm[3]);
         plan_memory(in, g, &la, (uint32_t)(g->pp - 2), &sm[3], ck, 0);
         if (sm[3].total > pick->total) pick = &sm[3], *stage = (uint32_t)(g->pp - 2);
     }
     if (in->stage_view) { /* the stage asked for, whatever its load */
         *stage = in->stage_view - 1;
-        plan_mem_labels(&sm[3]);
+        plan_mem_blank(&sm[3]);
         plan_memory(in, g, &la, *stage, &sm[3], ck, 0);
         pick = &sm[3];
     }

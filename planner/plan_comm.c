@@ -37,10 +37,18 @@
 #include "planner/arch.h"
 #include "planner/plan_internal.h"
 
-/* Every collective unused: names, groups and ops set, zero bytes (copied in one go per plan). */
-#define C(i, nm, g, o) [i] = {.id = i, .name = nm, .group = g, .op = o},
-static const Collective blank[CO_COUNT_] = {COLLECTIVES(C)};
+/* Each collective's labels, from its COLLECTIVES row: read by id, never copied into a plan. */
+#define C(i, nm, g, o) [i] = {nm, g, o},
+static const struct {
+    const char *name;
+    CommGroup group;
+    CommOp op;
+} coll_rows[CO_COUNT_] = {COLLECTIVES(C)};
 #undef C
+
+const char *coll_name(CollectiveId id) { return (unsigned)id < CO_COUNT_ ? coll_rows[id].name : "?"; }
+CommGroup coll_group(CollectiveId id) { return (unsigned)id < CO_COUNT_ ? coll_rows[id].group : GROUP_COUNT_; }
+CommOp coll_op(CollectiveId id) { return (unsigned)id < CO_COUNT_ ? coll_rows[id].op : OP_COUNT_; }
 
 /* Bytes this GPU sends for one call of op over n ranks with payload S: the exact floor of S*2(n-1)/n or
  * S*(n-1)/n, that is k S - ceil(k S / n) = floor(k S (n - 1) / n) without the product, to stay in 64 bits (an
@@ -182,13 +190,13 @@ static double grad_miss(const PlanInput *in, const Geo *g, const Plan *p)
 static Collective *coll_bytes(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                               uint64_t payload, uint64_t calls, Ck *ck)
 {
-    Collective *c = &p->coll[id]; /* id, name, group and op come from blank[] */
+    Collective *c = &p->coll[id]; /* its name, group and op are coll_rows[id]'s */
     c->dtype = dt;
     if (ranks <= 1 || !calls) ranks = 0, calls = 0, payload = 0;
     c->ranks = (uint32_t)ranks;
     c->inter_node = ranks && stride * ranks > in->gpu->gpus_per_node;
     c->payload_bytes = payload;
-    c->bus_bytes = bus(c->op, ranks, payload, ck);
+    c->bus_bytes = bus(coll_rows[id].op, ranks, payload, ck);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
     c->step_payload = 0;
@@ -201,8 +209,8 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
 {
     Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
     if (c->calls)
-        c->time_s = (double)c->calls *
-                    coll_time(in, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
+        c->time_s = (double)c->calls * coll_time(in, coll_rows[id].op, dt, c->ranks, stride, payload, &c->bus_bytes, ck,
+                                                 &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 
@@ -211,8 +219,8 @@ void plan_coll_set_grad(const PlanInput *in, const Geo *g, Plan *p, CollectiveId
 {
     Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
     if (c->calls)
-        c->time_s = (double)c->calls * coll_time_of(in, grad_miss(in, g, p), c->op, dt, c->ranks, stride, payload,
-                                                    &c->bus_bytes, ck, &c->bw, &c->latency_s);
+        c->time_s = (double)c->calls * coll_time_of(in, grad_miss(in, g, p), coll_rows[id].op, dt, c->ranks, stride,
+                                                    payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s;
 }
 
@@ -228,13 +236,16 @@ static void coll_set_emb(const PlanInput *in, const Geo *g, Plan *p, CollectiveI
         return;
     }
     Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
-    if (c->calls) c->time_s = (double)c->calls * plan_link_call(f, c->op, c->ranks, payload, &c->bw, &c->latency_s);
+    if (c->calls)
+        c->time_s = (double)c->calls * plan_link_call(f, coll_rows[id].op, c->ranks, payload, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s;
 }
 
-double plan_coll_again(const PlanInput *in, const Collective *c, CommOp op, uint64_t n, uint64_t S)
+double plan_coll_again(const PlanInput *in, const Plan *p, CollectiveId id, CommOp op, uint64_t n, uint64_t S)
 {
-    if (in->gpu->host || !c->calls || c->op != op || c->ranks != n || c->payload_bytes != S || !(c->bw > 0)) return -1;
+    const Collective *c = &p->coll[id];
+    if (in->gpu->host || !c->calls || coll_rows[id].op != op || c->ranks != n || c->payload_bytes != S || !(c->bw > 0))
+        return -1;
     return c->latency_s + (double)c->bus_bytes / c->bw;
 }
 
@@ -245,15 +256,15 @@ void plan_coll_set_same(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt,
     if (!c->calls) return;
     for (int i = 0; i < nsame; i++) {
         const Collective *s = &p->coll[same[i]];
-        double t = plan_coll_again(in, s, c->op, c->ranks, payload);
+        double t = plan_coll_again(in, p, same[i], coll_rows[id].op, c->ranks, payload);
         if (t >= 0) {
             c->bw = s->bw, c->latency_s = s->latency_s;
             c->time_s = c->exposed_s = (double)c->calls * t;
             return;
         }
     }
-    c->time_s = c->exposed_s = (double)c->calls * coll_time(in, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck,
-                                                            &c->bw, &c->latency_s);
+    c->time_s = c->exposed_s = (double)c->calls * coll_time(in, coll_rows[id].op, dt, c->ranks, stride, payload,
+                                                            &c->bus_bytes, ck, &c->bw, &c->latency_s);
 }
 
 /* Two collectives of one op that make the same call (dtype, group, payload), each its own number of times (a
@@ -267,7 +278,8 @@ static void coll_set_twins(const PlanInput *in, Plan *p, CollectiveId a, Collect
     double t = 0, bw = 0, lat = 0;
     for (int i = 0; i < 2; i++) {
         if (!c[i]->calls) continue;
-        if (!timed) t = coll_time(in, c[i]->op, dt, c[i]->ranks, 1, payload, &c[i]->bus_bytes, ck, &bw, &lat);
+        if (!timed)
+            t = coll_time(in, coll_rows[i ? b : a].op, dt, c[i]->ranks, 1, payload, &c[i]->bus_bytes, ck, &bw, &lat);
         timed = 1;
         c[i]->bw = bw, c[i]->latency_s = lat;
         c[i]->time_s = c[i]->exposed_s = (double)c[i]->calls * t;
@@ -301,24 +313,24 @@ static void dp_bucketed(const PlanInput *in, const Geo *g, Plan *p, CollectiveId
     Collective *c = &p->coll[id];
     if (!c->calls) return;
     c->step_payload = total;
-    c->step_bytes = bus(c->op, n, total, ck); /* not bus(mean) x calls: that rounds once per call */
+    c->step_bytes = bus(coll_rows[id].op, n, total, ck); /* not bus(mean) x calls: that rounds once per call */
     double t = 0;
     for (int i = 0; i < 2; i++)
         if (k[i] && S[i])
-            t += (double)k[i] *
-                 coll_time_of(in, miss, c->op, cdt[i], c->ranks, stride, S[i] / k[i], NULL, ck, &c->bw, &c->latency_s);
+            t += (double)k[i] * coll_time_of(in, miss, coll_rows[id].op, cdt[i], c->ranks, stride, S[i] / k[i], NULL,
+                                             ck, &c->bw, &c->latency_s);
     c->time_s = c->exposed_s = t;
 }
 
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 {
     const Recipe *rc = in->recipe;
-    /* in two halves: glibc copies 3.4 KB with `rep movsb` (past its threshold, 2,112 B on a CPU with fast short rep
-     * mov such as the AMD EPYC of our build machine), which held 3.9 % of a plan's perf samples there; a half is
-     * below it, copied in a vector loop */
+    /* every collective unused until set (its labels are coll_rows'), in two halves: glibc clears 2.6 KB with `rep
+     * stosb` (past its threshold, 2,048 B), whose start-up held 1.9 % of a plan's perf samples on the AMD EPYC of
+     * our build machine; a half is below it, cleared with vector stores */
     enum { HALF = CO_COUNT_ / 2 };
-    memcpy(p->coll, blank, HALF * sizeof *blank);
-    memcpy(p->coll + HALF, blank + HALF, (CO_COUNT_ - HALF) * sizeof *blank);
+    memset(p->coll, 0, HALF * sizeof *p->coll);
+    memset(p->coll + HALF, 0, (CO_COUNT_ - HALF) * sizeof *p->coll);
     uint64_t m = g->m, Ls = p->stage_layers, t = g->tp, h = g->h;
     int full = in->recompute == RECOMPUTE_FULL;
     uint64_t per_layer_calls = ck_mul(ck, Ls, m); /* layer passes per step on this stage */
@@ -416,7 +428,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     for (int i = 0; i < n; i++) {
         const Collective *c = &p->coll[i];
         if (!c->step_bytes) continue; /* unused (or empty): adds nothing */
-        switch (c->group) {
+        switch (coll_rows[i].group) {
         case GROUP_TP: p->tp_comm_bytes = ck_add(ck, p->tp_comm_bytes, c->step_bytes); break;
         case GROUP_CP: p->cp_comm_bytes = ck_add(ck, p->cp_comm_bytes, c->step_bytes); break;
         case GROUP_PP:

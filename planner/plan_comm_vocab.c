@@ -145,7 +145,7 @@ static double call(const PlanInput *in, const Geo *g, const Plan *p, CommOp op, 
                    const CollectiveId *same, int n)
 {
     for (int i = 0; i < n; i++) {
-        double t = plan_coll_again(in, &p->coll[same[i]], op, g->tp, S);
+        double t = plan_coll_again(in, p, same[i], op, g->tp, S);
         if (t >= 0) return t;
     }
     return plan_coll_time(in, op, dt, g->tp, 1, S, ck, NULL, NULL);

@@ -155,11 +155,11 @@ void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o);
 
 /* ---- memory helpers (plan_mem.c), shared with plan_moe_mem.c ---- */
 /* Sets term id of sm: its bytes, elements of dtype dt, sharded `shards` ways; its name, category and whether it
- * persists are plan_mem_labels' (from its MEM_TERMS row). */
+ * persists are its MEM_TERMS row's (mem_term_name, ...), not held in sm. */
 void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards);
-/* Labels every term of sm (id, name, category, persistence; the rest empty) before a stage's plan_memory writes
- * them: plan_term writes only a term's dtype, elements, bytes and shards. */
-void plan_mem_labels(StageMem *sm);
+/* Every term of sm empty (DT_NONE, 0 elements, 0 bytes, 1 shard) before a stage's plan_memory writes the ones it
+ * holds with plan_term. */
+void plan_mem_blank(StageMem *sm);
 /* The five states of `elems` elements of a state set, sharded over d ranks as the input's sharding says. */
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv);
@@ -358,9 +358,9 @@ double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint
 /* One call's seconds of a collective plan_coll_set has timed, for a caller about to time the same call (op, group
  * size, payload; the group's stride is the caller's to match): its latency plus its bus bytes at its bandwidth,
  * which is exactly what plan_coll_call returned for it (test_plan_time holds the two equal); -1 where that
- * does not hold: c unused or another call, or a host profile (its measured fits time some ops). The ring model's
- * time depends on op, group and bus bytes only, so a TP call of the same size is timed once per plan. */
-double plan_coll_again(const PlanInput *in, const Collective *c, CommOp op, uint64_t n, uint64_t S);
+ * does not hold: p->coll[id] unused or another call, or a host profile (its measured fits time some ops). The ring
+ * model's time depends on op, group and bus bytes only, so a TP call of the same size is timed once per plan. */
+double plan_coll_again(const PlanInput *in, const Plan *p, CollectiveId id, CommOp op, uint64_t n, uint64_t S);
 /* plan_coll_set, with the call's time taken from the first of same[0..nsame) that made the same call over the same
  * group (plan_coll_again), else timed. */
 void plan_coll_set_same(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,

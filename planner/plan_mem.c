@@ -19,13 +19,13 @@ const char *mem_term_name(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term
 MemCategory mem_term_category(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term_rows[id].cat : MC_OVERHEAD; }
 int mem_term_persistent(MemTermId id) { return (unsigned)id < MT_COUNT_ && term_rows[id].persistent; }
 
-/* Every term labelled (id, name, category, persistence from its MEM_TERMS row), empty: plan_mem_labels copies it
- * once per stage, so plan_term writes only what a stage decides. */
-#define MT_BLANK_(i, nm, c, pers) [i] = {.id = i, .name = nm, .cat = c, .persistent = pers, .shards = 1},
+/* Every term empty (its labels are term_rows'): plan_mem_blank copies it once per stage, so plan_term writes only
+ * what a stage decides. */
+#define MT_BLANK_(i, nm, c, pers) [i] = {.shards = 1},
 static const MemTerm blank_terms[MT_COUNT_] = {MEM_TERMS(MT_BLANK_)};
 #undef MT_BLANK_
 
-void plan_mem_labels(StageMem *sm) { memcpy(sm->mem, blank_terms, sizeof blank_terms); }
+void plan_mem_blank(StageMem *sm) { memcpy(sm->mem, blank_terms, sizeof blank_terms); }
 
 void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards)
 {
@@ -386,7 +386,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
      * 4 B x LIN_COUNT per in-flight layer, held the whole step */
     if (g->pp > 1 && f8e && rc->act_gran == GRAN_TENSOR) tr = ck_add(ck, tr, ck_mul(ck, units, 4 * LIN_COUNT));
     plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);
-    /* the expert terms of a model without experts stay as plan_mem_labels wrote them: empty (DT_NONE, 0 elements,
+    /* the expert terms of a model without experts stay as plan_mem_blank wrote them: empty (DT_NONE, 0 elements,
      * 0 bytes, 1 shard; a reuse call's sm is a copy of such a stage) */
     sm->params_expert = 0;
     mem_sums(in, sm, ck, 0);

@@ -208,6 +208,6 @@ int plan_coll_applies(const Plan *p, CollectiveId id)
     if ((unsigned)id >= CO_COUNT_) return 0;
     if (id == CO_EP_COUNTS && !(p->in.gpu && p->in.gpu->host)) return 0; /* the executor's, on a host profile */
     if ((id == CO_EDP_AMAX_AR || id == CO_ETP_AMAX_AR) && p->in.fusion != FUSE_FP8PLAN) return 0; /* the executor's */
-    CommGroup g = p->coll[id].group;
+    CommGroup g = coll_group(id);
     return !(g == GROUP_EP || g == GROUP_ETP || g == GROUP_EDP) || (p->in.model && spec_is_moe(p->in.model));
 }

@@ -135,15 +135,13 @@ const char *mem_term_name(MemTermId id);
 MemCategory mem_term_category(MemTermId id);
 int mem_term_persistent(MemTermId id);
 
+/* A term's figures for one stage. Its labels (name, category, persistence) are its MEM_TERMS row's, read with the
+ * functions above from its index: a Plan's mem[id] (and a stage's) is term id, so no plan copies them. */
 typedef struct {
-    MemTermId id;
-    const char *name; /* stable snake_case name, e.g. "weight_gemm" */
-    MemCategory cat;
     Dtype dtype;       /* DT_NONE when the term holds no tensor or mixed dtypes */
+    uint32_t shards;   /* 1 = whole on every GPU; n = this GPU holds 1/n (ceil) */
     uint64_t elements; /* tensor elements (0 for overheads) */
     uint64_t bytes;
-    uint32_t shards; /* 1 = whole on every GPU; n = this GPU holds 1/n (ceil) */
-    int persistent;  /* 1: lives across steps (state, copies, scales) */
 } MemTerm;
 
 /* ---- collectives -------------------------------------------------------------- */
@@ -162,8 +160,8 @@ typedef enum {
 } CommGroup;
 /* CommOp: planner/spec.h (a host profile's fits name it). */
 
-/* Every collective the plan counts, once: X(id, stable name, group, op). The enum and the plan's blank
- * table (names, groups, ops; plan_comm.c) come from it; the bytes, calls and time are the planner's. */
+/* Every collective the plan counts, once: X(id, stable name, group, op). The enum and coll_name, coll_group and
+ * coll_op (plan_comm.c) come from it; the bytes, calls and time are the planner's. */
 #define COLLECTIVES(X)                                                                                         \
     /* TP without SP: all-reduce after proj and FC2 (forward) */                                               \
     X(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE)                                               \
@@ -241,11 +239,14 @@ typedef enum {
         CO_COUNT_
 } CollectiveId;
 
+/* A collective's row of COLLECTIVES, without a Plan: its stable name ("?" past the list), its group and its op. */
+const char *coll_name(CollectiveId id);
+CommGroup coll_group(CollectiveId id);
+CommOp coll_op(CollectiveId id);
+
+/* A collective's figures. Its labels are its COLLECTIVES row's, read with the functions above from its index: a
+ * Plan's coll[id] is collective id, so no plan copies them. */
 typedef struct {
-    CollectiveId id;
-    const char *name;
-    CommGroup group;
-    CommOp op;
     Dtype dtype;            /* DT_NONE for mixed (e.g. FP8 gradients of linears + FP32 of the rest) */
     uint32_t ranks;         /* group size (0: collective not used) */
     int inter_node;         /* 1: the group spans nodes */

@@ -232,17 +232,18 @@ static const TableCol term_cols[T_COUNT] = {
 
 static const char *dtype_label(Dtype d) { return d == DT_NONE ? "-" : dtype_name(d); }
 
-static void term_row(Table *t, const MemTerm *m, int with_persistent)
+/* A term's row under its name and category's; persistent < 0: no persistent column. */
+static void term_row(Table *t, const char *name, const char *cat, const MemTerm *m, int persistent)
 {
     table_row(t);
-    table_str(t, T_TERM, m->name);
-    table_str(t, T_CAT, mem_category_name(m->cat));
+    table_str(t, T_TERM, name);
+    table_str(t, T_CAT, cat);
     table_str(t, T_DTYPE, m->bytes ? dtype_label(m->dtype) : "-");
     table_u64(t, T_ELEM, m->elements);
     table_u64(t, T_BYTES, m->bytes);
     table_f64(t, T_GB, plan_gb(m->bytes));
     table_u64(t, T_SHARDS, m->shards);
-    if (with_persistent) table_u64(t, T_PERSIST, (uint64_t)m->persistent);
+    if (persistent >= 0) table_u64(t, T_PERSIST, (uint64_t)persistent);
 }
 
 static void total_row(Table *t, const char *name, uint64_t bytes)
@@ -257,15 +258,17 @@ Table *plan_terms_table(const Plan *p)
 {
     Table *t = table_new(term_cols, T_COUNT);
     if (!t) return NULL;
-    for (int i = 0; i < MT_COUNT_; i++) term_row(t, &p->mem[i], 1);
+    for (int i = 0; i < MT_COUNT_; i++) {
+        const MemTermId id = (MemTermId)i;
+        term_row(t, mem_term_name(id), mem_category_name(mem_term_category(id)), &p->mem[i], mem_term_persistent(id));
+    }
     if (!p->in.mem_unknown) return t;
     static char names[PLAN_UNK_COUNT_][64];
     for (int i = 0; i <= PLAN_UNK_COUNT_; i++) { /* the open choices' rows, and the low end */
         if (i < PLAN_UNK_COUNT_) snprintf(names[i], sizeof names[i], "unknown_%s", plan_unknowns[i].name);
         uint64_t b = i < PLAN_UNK_COUNT_ ? p->unknown_bytes[i] : p->low_bytes;
-        MemTerm m = {.name = i < PLAN_UNK_COUNT_ ? names[i] : "low_total", .dtype = DT_NONE, .bytes = b, .shards = 1};
-        term_row(t, &m, 1);
-        table_str(t, T_CAT, "unknown");
+        MemTerm m = {.dtype = DT_NONE, .bytes = b, .shards = 1};
+        term_row(t, i < PLAN_UNK_COUNT_ ? names[i] : "low_total", "unknown", &m, 0);
     }
     return t;
 }
@@ -277,7 +280,8 @@ static Table *grouped_terms(const Plan *p)
     if (!t) return NULL;
     for (int c = 0; c < MC_COUNT_; c++) {
         for (int i = 0; i < MT_COUNT_; i++)
-            if (p->mem[i].cat == (MemCategory)c && plan_term_applies(p, (MemTermId)i)) term_row(t, &p->mem[i], 0);
+            if (mem_term_category((MemTermId)i) == (MemCategory)c && plan_term_applies(p, (MemTermId)i))
+                term_row(t, mem_term_name((MemTermId)i), mem_category_name((MemCategory)c), &p->mem[i], -1);
         char name[64];
         snprintf(name, sizeof name, "= %s", mem_category_name((MemCategory)c));
         total_row(t, name, p->cat_bytes[c]);
@@ -334,9 +338,9 @@ Table *plan_collectives_table(const Plan *p)
         const Collective *c = &p->coll[i];
         if (!plan_coll_applies(p, (CollectiveId)i)) continue;
         table_row(t);
-        table_str(t, C_NAME, c->name);
-        table_str(t, C_GROUP, comm_group_name(c->group));
-        table_str(t, C_OP, comm_op_name(c->op));
+        table_str(t, C_NAME, coll_name((CollectiveId)i));
+        table_str(t, C_GROUP, comm_group_name(coll_group((CollectiveId)i)));
+        table_str(t, C_OP, comm_op_name(coll_op((CollectiveId)i)));
         table_str(t, C_DTYPE, c->ranks ? (c->dtype == DT_NONE ? "mixed" : dtype_name(c->dtype)) : "-");
         table_u64(t, C_RANKS, c->ranks);
         table_str(t, C_LINK, !c->ranks ? "-" : c->inter_node ? "inter" : "intra");

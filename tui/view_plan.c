@@ -172,9 +172,9 @@ static void terms_lines(const Plan *p, TuiLines *L)
     for (int c = 0; c < MC_COUNT_; c++) {
         for (int i = 0; i < MT_COUNT_; i++) {
             const MemTerm *m = &p->mem[i];
-            if (m->cat != (MemCategory)c || !plan_term_applies(p, (MemTermId)i)) continue;
+            if (mem_term_category((MemTermId)i) != (MemCategory)c || !plan_term_applies(p, (MemTermId)i)) continue;
             lines_add_glyph(L, G_SEG0 + c, (TuiStyle)(SY_CAT0 + c), m->bytes ? SY_PLAIN : SY_DIM,
-                            "%-18s %-5s %16s %10s %6u", m->name,
+                            "%-18s %-5s %16s %10s %6u", mem_term_name((MemTermId)i),
                             m->bytes && m->dtype != DT_NONE ? dtype_name(m->dtype) : "-",
                             m->elements ? num_fmt_grouped(m->elements, g, sizeof g) : "-",
                             tui_fmt_bytes(m->bytes, b, sizeof b), m->shards);
@@ -197,7 +197,7 @@ static void comm_lines(const Plan *p, TuiLines *L)
         const Collective *co = &p->coll[i];
         if (!co->ranks) continue;
         any = 1;
-        lines_add(L, SY_PLAIN, "%-21s %-5s %5u %9s %9s %6llu %10s %8s", co->name,
+        lines_add(L, SY_PLAIN, "%-21s %-5s %5u %9s %9s %6llu %10s %8s", coll_name((CollectiveId)i),
                   co->dtype == DT_NONE ? "mixed" : dtype_name(co->dtype), co->ranks,
                   tui_fmt_bytes(co->payload_bytes, a, sizeof a), tui_fmt_bytes(co->bus_bytes, b, sizeof b),
                   (unsigned long long)co->calls, tui_fmt_bytes(co->step_bytes, c, sizeof c),

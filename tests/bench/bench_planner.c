@@ -157,18 +157,22 @@ static void dg_plan(Digest *d, const Plan *p)
     for (int i = 0; i < PLAN_UNK_COUNT_; i++) dg_u(d, p->unknown_bytes[i]);
     for (int i = 0; i < MC_COUNT_; i++) dg_u(d, p->cat_bytes[i]);
     for (int i = 0; i < MT_COUNT_; i++) {
+        /* a term's labels are its MEM_TERMS row's, fed in as when the plan held them (before and after agree) */
         const MemTerm *t = &p->mem[i];
-        dg_u(d, t->id), dg_u(d, t->cat), dg_u(d, t->dtype), dg_u(d, t->elements), dg_u(d, t->bytes);
-        dg_u(d, t->shards), dg_u(d, (uint64_t)t->persistent);
-        dg_bytes(d, t->name ? t->name : "", t->name ? strlen(t->name) : 0);
+        const char *name = mem_term_name((MemTermId)i);
+        dg_u(d, (uint64_t)i), dg_u(d, mem_term_category((MemTermId)i)), dg_u(d, t->dtype), dg_u(d, t->elements);
+        dg_u(d, t->bytes), dg_u(d, t->shards), dg_u(d, (uint64_t)mem_term_persistent((MemTermId)i));
+        dg_bytes(d, name, strlen(name));
     }
     if (!plan_may_fit(p)) return; /* plan_build_memory_first: the rest is not filled */
     for (int i = 0; i < CO_COUNT_; i++) {
-        const Collective *c = &p->coll[i];
-        dg_u(d, c->id), dg_u(d, c->group), dg_u(d, c->op), dg_u(d, c->dtype), dg_u(d, c->ranks);
+        const Collective *c = &p->coll[i]; /* its labels: its COLLECTIVES row's, as for the terms */
+        const char *name = coll_name((CollectiveId)i);
+        dg_u(d, (uint64_t)i), dg_u(d, coll_group((CollectiveId)i)), dg_u(d, coll_op((CollectiveId)i));
+        dg_u(d, c->dtype), dg_u(d, c->ranks);
         dg_u(d, (uint64_t)c->inter_node), dg_u(d, c->payload_bytes), dg_u(d, c->bus_bytes), dg_u(d, c->calls);
         dg_u(d, c->step_bytes), dg_f(d, c->bw), dg_f(d, c->latency_s), dg_f(d, c->time_s), dg_f(d, c->exposed_s);
-        dg_bytes(d, c->name ? c->name : "", c->name ? strlen(c->name) : 0);
+        dg_bytes(d, name, strlen(name));
     }
     const TimeBreakdown *t = &p->time;
     double f[] = {t->gemm_s,       t->attn_s,        t->nongemm_s,      t->tp_comm_s,    t->cp_comm_s,

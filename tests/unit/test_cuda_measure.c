@@ -60,7 +60,6 @@ static void test_rows_from_the_driver_counts(void)
     static GpuSpec gpu = {.name = "h200"};
     memset(&p, 0, sizeof p);
     memset(&ms, 0, sizeof ms);
-    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
     p.in.gpu = &gpu;
     p.total_bytes = 20000 * MiB;
     p.mem[MT_CUDA_CONTEXT].bytes = 512 * MiB;
@@ -154,7 +153,6 @@ static void test_context_after_lazy_loading(void)
     static GpuSpec gpu = {.name = "h200"};
     memset(&p, 0, sizeof p);
     memset(&ms, 0, sizeof ms);
-    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
     p.in.gpu = &gpu;
     p.total_bytes = 1700 * MiB;
     ms.arena_bytes = 1000 * MiB;
@@ -212,7 +210,6 @@ static void test_no_hooks_no_rows(void)
     static Measurement ms;
     static Comparison c;
     static GpuSpec gpu = {.name = "h100-sxm"};
-    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
     p.in.gpu = &gpu;
     CHECK(!m.have);
     ms.dev = m;

@@ -130,7 +130,8 @@ static void test_check_run_observed(void)
     memset(&ob, 0, sizeof ob);
     ob.backend = "cpu", ob.comm = "single";
     for (int i = 0; i < MT_COUNT_; i++) {
-        ob.held[i] = p.mem[i].cat != MC_OVERHEAD; /* what an arena carves: every term but the overheads */
+        ob.held[i] =
+            mem_term_category((MemTermId)i) != MC_OVERHEAD; /* what an arena carves: every term but the overheads */
         ob.placed[i] = ob.held[i] ? p.mem[i].bytes : 0;
     }
     for (int i = 0; i < CO_COUNT_; i++) {

@@ -282,8 +282,8 @@ static void test_expert_dp_and_etp(void)
      * time over their raw TP time summed over both layer kinds, is 1, so each TP row is exposed in full */
     CHECK(in.overlap_tp == 0.0);
     for (int c = CO_TP_AR_FWD; c <= CO_TP_RS_BWD; c++)
-        CHECKF(p.coll[c].exposed_s == p.coll[c].time_s, "%s exposed %g of %g", p.coll[c].name, p.coll[c].exposed_s,
-               p.coll[c].time_s);
+        CHECKF(p.coll[c].exposed_s == p.coll[c].time_s, "%s exposed %g of %g", coll_name((CollectiveId)c),
+               p.coll[c].exposed_s, p.coll[c].time_s);
     CHECK(p.coll[CO_TP_AG_FWD].time_s > 0);
 }
 

@@ -172,18 +172,20 @@ static void test_term_metadata(void)
         int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
         int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
         MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
-        CHECKF(x->id == (MemTermId)i, "term %d has id %d", i, x->id);
-        CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
-        CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
+        const char *nm = mem_term_name((MemTermId)i);
+        const MemCategory cat = mem_term_category((MemTermId)i);
+        const int persistent = mem_term_persistent((MemTermId)i);
+        CHECKF(cat == want, "%s: category %d, expected %d", nm, cat, want);
+        CHECKF(persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", nm, persistent);
         if (expert || i == MT_ACT_MOE ||
             i == MT_ROUTER_BIAS) { /* absent here: no bytes (test_moe_plan, test_moe_params) */
-            CHECKF(x->bytes == 0, "%s: %llu bytes in a dense model", x->name, (unsigned long long)x->bytes);
+            CHECKF(x->bytes == 0, "%s: %llu bytes in a dense model", nm, (unsigned long long)x->bytes);
             continue;
         }
-        CHECKF(x->shards == (state ? 2u : 1u), "%s: shards %u", x->name, x->shards);
+        CHECKF(x->shards == (state ? 2u : 1u), "%s: shards %u", nm, x->shards);
         /* terms that mix dtypes (BF16 tensors with fp32 statistics, scores, logits) count bytes only */
         if (i == MT_ACT_LAYER_HP || i == MT_ACT_ATTN || i == MT_ACT_OUTPUT || i == MT_TRANSIENT)
-            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", x->name,
+            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", nm,
                    (unsigned long long)x->elements, (int)x->dtype);
     }
 }

@@ -368,7 +368,7 @@ static void test_compare_per_step(void)
     static Comparison c;
     Err e = {0};
     CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_NONE, &p, &e) == ST_OK, "%s", e.msg);
-    const char *name = p.coll[CO_DP_GRAD_AR].name;
+    const char *name = coll_name(CO_DP_GRAD_AR);
     CHECK(p.coll[CO_DP_GRAD_AR].calls > 0);
     char pay[48], calls[48];
     snprintf(pay, sizeof pay, "%s.payload", name);

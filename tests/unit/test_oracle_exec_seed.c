@@ -482,8 +482,8 @@ static void check_memory_rows(const Plan *p, Measurement *ms, int on_device, uin
     for (int t = 0; t < ARENA_TERMS; t++) ms->placed[t] = 1000 + (uint64_t)t;
     compare(p, ms, NULL, &c);
     for (int t = 0; t < MT_WEIGHT_EXPERT; t++) {
-        const MeasureRow *r = fx_row(&c, p->mem[t].name);
-        const char *what = p->mem[t].name;
+        const MeasureRow *r = fx_row(&c, mem_term_name((MemTermId)t));
+        const char *what = mem_term_name((MemTermId)t);
         TermRule k = rule[t];
         MeasureMode mode = k == M_BOUND                     ? MEASURE_BOUND
                            : k == M_OUTSIDE                 ? MEASURE_INFO

@@ -73,8 +73,9 @@ static void test_tp_all_reduce_without_sp(void)
     for (int i = 0; i < 2; i++) {
         const Collective *c = &p.coll[ids[i]];
         CHECKF(c->ranks == 2 && c->payload_bytes == 64 && c->bus_bytes == 64 && c->calls == 10,
-               "%s: %u ranks, payload %llu, bus %llu, %llu calls; expected 2, 64, 64, 10", c->name, (unsigned)c->ranks,
-               (unsigned long long)c->payload_bytes, (unsigned long long)c->bus_bytes, (unsigned long long)c->calls);
+               "%s: %u ranks, payload %llu, bus %llu, %llu calls; expected 2, 64, 64, 10", coll_name(ids[i]),
+               (unsigned)c->ranks, (unsigned long long)c->payload_bytes, (unsigned long long)c->bus_bytes,
+               (unsigned long long)c->calls);
     }
 }
 

@@ -261,18 +261,21 @@ static void test_term_metadata(void)
         int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
         int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
         MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
-        CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
-        CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
+        const char *nm = mem_term_name((MemTermId)i);
+        const MemCategory cat = mem_term_category((MemTermId)i);
+        const int persistent = mem_term_persistent((MemTermId)i);
+        CHECKF(cat == want, "%s: category %d, expected %d", nm, cat, want);
+        CHECKF(persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", nm, persistent);
         int mixed = i == MT_ACT_LAYER_HP || i == MT_ACT_ATTN || i == MT_ACT_OUTPUT || i == MT_TRANSIENT ||
                     i == MT_ACT_MOE || (!state && !copy && !scale && !act);
         if (mixed)
-            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", x->name,
+            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", nm,
                    (unsigned long long)x->elements, (int)x->dtype);
         if (i == MT_ACT_OUTPUT || i == MT_ACT_MOE || i == MT_TRANSIENT || i == MT_ACT_LAYER_HP)
-            CHECKF(x->bytes > 0, "%s: no bytes", x->name);
+            CHECKF(x->bytes > 0, "%s: no bytes", nm);
         /* each GPU's own activations and overheads: not shards of something larger (the report's shards column) */
         if (act || (!state && !copy && !scale))
-            CHECKF(x->shards == 1, "%s: %u shards, expected 1", x->name, (unsigned)x->shards);
+            CHECKF(x->shards == 1, "%s: %u shards, expected 1", nm, (unsigned)x->shards);
     }
 }
 
@@ -298,7 +301,7 @@ static void test_ep_placement(void)
      * sent, 131,072 B at 450e9 x 0.8 = 3.6e11 B/s: LL (a third of it) 3.6 + 0.47 + 1.09 = 5.16 us beats Simple
      * 8.4 + 3.4 + 0.36 = 12.16 us, so the latency is LL's 4.07 us (across two nodes it would be 3.6 + 2.7) */
     for (int c = CO_TP_AG_FWD; c <= CO_TP_RS_BWD; c++) {
-        CHECKF(p.coll[c].ranks == 2 && !p.coll[c].inter_node, "%s: %u ranks, inter-node %d", p.coll[c].name,
+        CHECKF(p.coll[c].ranks == 2 && !p.coll[c].inter_node, "%s: %u ranks, inter-node %d", coll_name((CollectiveId)c),
                p.coll[c].ranks, p.coll[c].inter_node);
         CHECK_NEAR(p.coll[c].latency_s, 4.07e-6, 1e-12);
     }

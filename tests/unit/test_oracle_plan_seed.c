@@ -492,14 +492,16 @@ static void test_overhead_terms(void)
         const char *const name[3] = {"comm_buffers", "gemm_workspace", "cuda_context"};
         for (int k = 0; k < 3; k++) {
             const MemTerm *m = &p.mem[id[k]];
-            CHECKF(m->bytes == bytes[k] && m->elements == 0 && m->shards == 1 && m->persistent == 1 &&
-                       m->cat == MC_OVERHEAD && m->dtype == DT_NONE && m->id == id[k],
+            const int persistent = mem_term_persistent(id[k]);
+            const MemCategory cat = mem_term_category(id[k]);
+            CHECKF(m->bytes == bytes[k] && m->elements == 0 && m->shards == 1 && persistent == 1 &&
+                       cat == MC_OVERHEAD && m->dtype == DT_NONE,
                    "%s %s: %llu B, %llu elements, shards %u, persistent %d, cat %d, dtype %d", ms[i]->name, name[k],
-                   (unsigned long long)m->bytes, (unsigned long long)m->elements, m->shards, m->persistent, (int)m->cat,
+                   (unsigned long long)m->bytes, (unsigned long long)m->elements, m->shards, persistent, (int)cat,
                    (int)m->dtype);
-            CHECK_STR(m->name, name[k]);
+            CHECK_STR(mem_term_name(id[k]), name[k]);
         }
-        CHECK(p.mem[MT_FRAGMENTATION].persistent == 0 && p.mem[MT_FRAGMENTATION].cat == MC_OVERHEAD);
+        CHECK(mem_term_persistent(MT_FRAGMENTATION) == 0 && mem_term_category(MT_FRAGMENTATION) == MC_OVERHEAD);
     }
 }
 

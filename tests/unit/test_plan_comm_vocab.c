@@ -65,12 +65,12 @@ static void build(const Case *c, Plan *p)
 static void expect(const Plan *p, CollectiveId id, uint64_t calls, uint64_t payload, uint64_t bus, Dtype dt)
 {
     const Collective *c = &p->coll[id];
-    CHECKF(c->calls == calls, "%s: %llu calls, want %llu", c->name, (unsigned long long)c->calls,
-           (unsigned long long)calls);
+    const char *nm = coll_name(id);
+    CHECKF(c->calls == calls, "%s: %llu calls, want %llu", nm, (unsigned long long)c->calls, (unsigned long long)calls);
     if (!calls) return;
-    CHECKF(c->payload_bytes == payload, "%s: payload %llu, want %llu", c->name, (unsigned long long)c->payload_bytes,
+    CHECKF(c->payload_bytes == payload, "%s: payload %llu, want %llu", nm, (unsigned long long)c->payload_bytes,
            (unsigned long long)payload);
-    CHECKF(c->bus_bytes == bus, "%s: bus %llu, want %llu", c->name, (unsigned long long)c->bus_bytes,
+    CHECKF(c->bus_bytes == bus, "%s: bus %llu, want %llu", nm, (unsigned long long)c->bus_bytes,
            (unsigned long long)bus);
     CHECK_EQ_U64(c->step_bytes, calls * bus);
     CHECK(c->dtype == dt);
@@ -100,8 +100,17 @@ static void test_gpt_tp2_sp(void)
     expect(&p, CO_TP_VOCAB_RS, 4, 2048, 1024, DT_BF16);
     expect(&p, CO_TP_LOSS_AR, 12, 128, 128, DT_FP32);
     expect(&p, CO_TP_NORM_GRAD_AR, 1, 1792, 1792, DT_FP32);
-    CHECK(!strcmp(p.coll[CO_TP_LOSS_AR].name, "tp_loss_allreduce"));
-    CHECK(p.coll[CO_TP_VOCAB_RS].op == OP_REDUCE_SCATTER && p.coll[CO_TP_NORM_GRAD_AR].group == GROUP_TP);
+    CHECK(!strcmp(coll_name(CO_TP_LOSS_AR), "tp_loss_allreduce"));
+    CHECK(coll_op(CO_TP_VOCAB_RS) == OP_REDUCE_SCATTER && coll_group(CO_TP_NORM_GRAD_AR) == GROUP_TP);
+    /* a plan holds no labels: they are the rows', and an id past the rows (or a negative one, which wraps as
+     * unsigned) names nothing, never a read past the table: "?", GROUP_COUNT_, OP_COUNT_; a term "?", overhead,
+     * not persistent */
+    CHECK_STR(coll_name(CO_COUNT_), "?");
+    CHECK_STR(coll_name((CollectiveId)-1), "?");
+    CHECK(coll_group(CO_COUNT_) == GROUP_COUNT_ && coll_group((CollectiveId)-1) == GROUP_COUNT_);
+    CHECK(coll_op(CO_COUNT_) == OP_COUNT_ && coll_op((CollectiveId)-1) == OP_COUNT_);
+    CHECK_STR(mem_term_name(MT_COUNT_), "?");
+    CHECK(mem_term_category(MT_COUNT_) == MC_OVERHEAD && !mem_term_persistent((MemTermId)-1));
     /* counted with TP: layers (per layer and micro-batch 2 AG + 2 RS forward, 4 AG + 2 RS backward, 1,024
      * each: 10 x 1,024 x 2 layers x 4 = 81,920) + 8,192 + 12,288 + 4,096 + 1,536 + 1,792 = 109,824 */
     CHECK_EQ_U64(p.tp_comm_bytes, 109824);

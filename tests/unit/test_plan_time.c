@@ -209,29 +209,35 @@ static void test_coll_again(void)
     plan_input_defaults(&in);
     in.gpu = &g;
     static const struct {
+        CollectiveId id; /* its op: the COLLECTIVES row's */
         CommOp op;
         uint64_t n, stride, S;
-    } cs[] = {{OP_ALL_REDUCE, 8, 1, 100000000},
-              {OP_ALL_REDUCE, 8, 1, 1000},
-              {OP_ALL_GATHER, 16, 8, 100000000},
-              {OP_REDUCE_SCATTER, 16, 2, 300000},
-              {OP_SEND_RECV, 2, 8, 1000000}};
+    } cs[] = {{CO_TP_AR_FWD, OP_ALL_REDUCE, 8, 1, 100000000},
+              {CO_TP_LOSS_AR, OP_ALL_REDUCE, 8, 1, 1000},
+              {CO_DP_PARAM_AG, OP_ALL_GATHER, 16, 8, 100000000},
+              {CO_TP_RS_BWD, OP_REDUCE_SCATTER, 16, 2, 300000},
+              {CO_PP_P2P, OP_SEND_RECV, 2, 8, 1000000}};
+    static Plan p;
     for (int measured = 0; measured < 2; measured++) {
         g.link_lat = measured ? 2e-6 : 0;
         for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
             Ck ck = {0};
-            Collective c = {.op = cs[i].op, .ranks = (uint32_t)cs[i].n, .calls = 3, .payload_bytes = cs[i].S};
-            c.bus_bytes = plan_bus_bytes(cs[i].op, cs[i].n, cs[i].S, &ck);
-            double t = plan_coll_call(&in, cs[i].op, cs[i].n, cs[i].stride, (double)c.bus_bytes, &c.bw, &c.latency_s);
-            CHECKF(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S) == t, "case %zu, measured %d", i, measured);
-            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S + 1) == -1);
-            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n * 2, cs[i].S) == -1);
-            CHECK(plan_coll_again(&in, &c, cs[i].op == OP_ALL_GATHER ? OP_ALL_REDUCE : OP_ALL_GATHER, cs[i].n,
+            CHECK_EQ_INT(coll_op(cs[i].id), cs[i].op);
+            Collective *c = &p.coll[cs[i].id];
+            *c = (Collective){.ranks = (uint32_t)cs[i].n, .calls = 3, .payload_bytes = cs[i].S};
+            c->bus_bytes = plan_bus_bytes(cs[i].op, cs[i].n, cs[i].S, &ck);
+            double t =
+                plan_coll_call(&in, cs[i].op, cs[i].n, cs[i].stride, (double)c->bus_bytes, &c->bw, &c->latency_s);
+            CHECKF(plan_coll_again(&in, &p, cs[i].id, cs[i].op, cs[i].n, cs[i].S) == t, "case %zu, measured %d", i,
+                   measured);
+            CHECK(plan_coll_again(&in, &p, cs[i].id, cs[i].op, cs[i].n, cs[i].S + 1) == -1);
+            CHECK(plan_coll_again(&in, &p, cs[i].id, cs[i].op, cs[i].n * 2, cs[i].S) == -1);
+            CHECK(plan_coll_again(&in, &p, cs[i].id, cs[i].op == OP_ALL_GATHER ? OP_ALL_REDUCE : OP_ALL_GATHER, cs[i].n,
                                   cs[i].S) == -1);
             g.host = 1; /* a host profile may time the op from its own fit */
-            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S) == -1);
-            g.host = 0, c.calls = 0;
-            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S) == -1);
+            CHECK(plan_coll_again(&in, &p, cs[i].id, cs[i].op, cs[i].n, cs[i].S) == -1);
+            g.host = 0, c->calls = 0;
+            CHECK(plan_coll_again(&in, &p, cs[i].id, cs[i].op, cs[i].n, cs[i].S) == -1);
         }
     }
 }

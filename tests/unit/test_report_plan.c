@@ -168,14 +168,14 @@ static void test_text_report(void)
     /* every term and collective the model has, even zero ones; a dense model lists no expert ones */
     for (int i = 0; i < MT_COUNT_; i++)
         if (plan_term_applies(&p, (MemTermId)i))
-            CHECK_CONTAINS(s, p.mem[i].name);
+            CHECK_CONTAINS(s, mem_term_name((MemTermId)i));
         else
-            CHECKF(!strstr(s, p.mem[i].name), "%s listed", p.mem[i].name);
+            CHECKF(!strstr(s, mem_term_name((MemTermId)i)), "%s listed", mem_term_name((MemTermId)i));
     for (int i = 0; i < CO_COUNT_; i++)
         if (plan_coll_applies(&p, (CollectiveId)i))
-            CHECK_CONTAINS(s, p.coll[i].name);
+            CHECK_CONTAINS(s, coll_name((CollectiveId)i));
         else
-            CHECKF(!strstr(s, p.coll[i].name), "%s listed", p.coll[i].name);
+            CHECKF(!strstr(s, coll_name((CollectiveId)i)), "%s listed", coll_name((CollectiveId)i));
     CHECK(!plan_term_applies(&p, MT_WEIGHT_EXPERT) && !plan_coll_applies(&p, CO_EP_DISPATCH_FWD));
     CHECK(plan_term_applies(&p, MT_TRANSIENT) && plan_coll_applies(&p, CO_DP_GRAD_RS));
     CHECK_CONTAINS(s, "verdict: FITS");
