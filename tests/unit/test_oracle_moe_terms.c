@@ -475,6 +475,35 @@ static void test_router_dscores_by_stack(void)
     }
 }
 
+/* The routed part's saved routing data by stack (act_moe). ox_moe (one MoE layer: 512 tokens, top-2, 1,024 rows,
+ * 8 experts of FFN 128, hidden 256, a shared expert holding norm 2's output, so no router input of its own), BF16,
+ * one micro-batch. Megatron-Core (fusion te) keeps its top-k ids and weights [tok, k] and per row a routing weight
+ * (its weighted SwiGLU's input) and two int32 maps: the probabilities 512 x 8 x 4 = 16,384, top-k 512 x 2 x 8 =
+ * 8,192, the dispatched inputs 1,024 x 256 x 2 = 524,288, FC1's output 1,024 x 256 x 2 = 524,288, FC2's input 1,024
+ * x 128 x 2 = 262,144 and the rows' 1,024 x 12 = 12,288: 1,347,584. This executor (fusion fp8plan,
+ * exec/model/model_moe.c model_moe_saved) combines with the [tok, k] weights and keeps per (token, slot) an expert
+ * id, a weight and a row map, 512 x 2 x 12 = 12,288, and 8 int32 counts, 32, no top-k pair or row weight besides:
+ * 1,339,424 (issue 42: 480 B a layer under the plan at 32 tokens, 8 experts, top-2; now equal). */
+static void test_routing_data_by_stack(void)
+{
+    static const struct {
+        KernelFusion fusion;
+        uint32_t ep, etp, dp;
+        uint64_t want;
+    } rows[] = {{FUSE_TE, 1, 1, 1, 1347584}, {FUSE_FP8PLAN, 1, 1, 1, 1339424}};
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ModelSpec m = ox_moe(512);
+        PlanInput in = fx_input(&m, &g, &r);
+        in.fusion = rows[i].fusion, in.ep = rows[i].ep, in.etp = rows[i].etp, in.dp = rows[i].dp, in.gbs = rows[i].dp;
+        Plan p;
+        if (!build(&in, &p)) return;
+        CHECKF(p.mem[MT_ACT_MOE].bytes == rows[i].want, "row %zu: act_moe %llu, by hand %llu", i,
+               (unsigned long long)p.mem[MT_ACT_MOE].bytes, (unsigned long long)rows[i].want);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -491,5 +520,6 @@ int main(void)
     RUN(test_fractional_rows_round_up);
     RUN(test_moe_buffers_own_rows_at_etp);
     RUN(test_router_dscores_by_stack);
+    RUN(test_routing_data_by_stack);
     return test_summary();
 }
