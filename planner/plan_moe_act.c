@@ -26,7 +26,8 @@
  *              gradient comes from FC2's backward and no expert output is kept. This
  *              executor's stack (fusion fp8plan) combines with the [tok_r, top-k] weights
  *              instead: per (token, slot) an id, a weight and a row map and the E counts
- *              (no top-k pair or row weight besides).
+ *              (no top-k pair or row weight besides), and with ep x etp > 1 the experts'
+ *              outputs at the token copies [tok_r x top-k, h] (routed_act).
  *              --offload-modules expert_fc1 / moe_act (Megatron-Core's fine-grained activation
  *              offloading) move the dispatched FC1 inputs / FC1's output, as saved, to host
  *              memory after the forward when they reach 2^20 elements; the transient holds
@@ -128,8 +129,11 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, ui
         /* this executor (exec/model/model_moe.c model_moe_saved) applies the combine weights at the combine from
          * the [tok_r, top-k] weights, not in the activation, so it keeps no weight a row: per (token, slot) its
          * expert id, weight and row (one int32 map serves the permute's and the combine's backward), 4 + 4 + 4 B,
-         * and the E int32 counts the grouped GEMMs' backward splits by */
+         * and the E int32 counts the grouped GEMMs' backward splits by. With the experts on other ranks (ep x etp
+         * > 1) it keeps their outputs at the token copies [tok_r x top-k, h] for the weights' gradient, where one
+         * rank recomputes them (model_ep_combine: a second combine would be a collective the plan has not) */
         b = ck_add(ck, b, ck_add(ck, ck_mul3(ck, tr, x->topk, 12), ck_mul(ck, x->E, 4)));
+        if (x->ep * x->etp > 1) b = ck_add(ck, b, ck_mul(ck, ck_mul(ck, tr, x->topk), ck_mul(ck, h, 2)));
     } else { /* Megatron-Core: each row's routing weight (its weighted SwiGLU's input), two int32 permutation maps */
         b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8));
     }
