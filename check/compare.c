@@ -54,8 +54,8 @@ static void memory_rows(const Plan *p, const Observed *ob, Comparison *c)
         if (held && mem_term_persistent((MemTermId)i) && !ws)
             mode = MEASURE_EXACT; /* states, copies, scales: byte for byte */
         else if (i == MT_TRANSIENT || i == MT_ACT_MOE)
-            mode = MEASURE_BOUND; /* MoE: the plan counts per row a routing weight and two maps, the executor
-                                     keeps one map per (token, slot) and the counts (docs/executor-moe.md) */
+            mode = MEASURE_BOUND; /* MoE: with the experts on other ranks their side may lie outside the arena
+                                     and the plan counts its uniform rows x --moe-imbalance (docs/executor-moe.md) */
         else if (mem_term_category((MemTermId)i) == MC_ACTIVATION)
             mode = MEASURE_EXACT; /* the plan itemizes the saved tensors; the executor saves exactly those */
         else if (ws && ob->gemm_workspace_bytes)

@@ -23,7 +23,11 @@
  *              SwiGLU input in FP8 and recomputes its output); per row its fp32 routing
  *              weight and two int32 permutation maps. The routing weights multiply the
  *              activation output (Megatron-Core's TEGroupedMLP weighted SwiGLU), so their
- *              gradient comes from FC2's backward and no expert output is kept.
+ *              gradient comes from FC2's backward and no expert output is kept. This
+ *              executor's stack (fusion fp8plan) combines with the [tok_r, top-k] weights
+ *              instead: per (token, slot) an id, a weight and a row map and the E counts
+ *              (no top-k pair or row weight besides), and with ep x etp > 1 the experts'
+ *              outputs at the token copies [tok_r x top-k, h] (routed_act).
  *              --offload-modules expert_fc1 / moe_act (Megatron-Core's fine-grained activation
  *              offloading) move the dispatched FC1 inputs / FC1's output, as saved, to host
  *              memory after the forward when they reach 2^20 elements; the transient holds
@@ -106,7 +110,9 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, ui
     const MoeGeo *x = &g->x;
     uint64_t tr = g->tok_r, rows = x->rows, h = g->h, hp = 0, act_in;
     LayerAct s = {0};
-    uint64_t b = ck_add(ck, ck_mul3(ck, tr, x->E, 4), ck_mul3(ck, tr, x->topk, 8)); /* probabilities, top-k */
+    const int own = in->fusion == FUSE_FP8PLAN;               /* this executor's bookkeeping (below) */
+    uint64_t b = ck_mul3(ck, tr, x->E, 4);                    /* the probabilities */
+    if (!own) b = ck_add(ck, b, ck_mul3(ck, tr, x->topk, 8)); /* top-k ids and weights */
     if (!ln && (dt_fp8(rc->saved_input) || !x->Fs_t)) b = ck_add(ck, b, ck_mul3(ck, tr, h, 2)); /* router input */
     expert_saved_input(rc, ck, rows, h, x->El, &s, &hp); /* dispatched FC1 inputs */
     uint64_t fc1_in = ck_add(ck, s.fp8, hp);
@@ -119,7 +125,18 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, ui
         if (g->k == 2 && !in->fused_swiglu) b = ck_add(ck, b, ck_mul3(ck, rows, x->Fe_t, 2));
         expert_saved_input(rc, ck, rows, x->Fe_t, x->El, &s, &hp); /* FC2 input */
     }
-    b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8)); /* each row's routing weight, two int32 permutation maps */
+    if (own) {
+        /* this executor (exec/model/model_moe.c model_moe_saved) applies the combine weights at the combine from
+         * the [tok_r, top-k] weights, not in the activation, so it keeps no weight a row: per (token, slot) its
+         * expert id, weight and row (one int32 map serves the permute's and the combine's backward), 4 + 4 + 4 B,
+         * and the E int32 counts the grouped GEMMs' backward splits by. With the experts on other ranks (ep x etp
+         * > 1) it keeps their outputs at the token copies [tok_r x top-k, h] for the weights' gradient, where one
+         * rank recomputes them (model_ep_combine: a second combine would be a collective the plan has not) */
+        b = ck_add(ck, b, ck_add(ck, ck_mul3(ck, tr, x->topk, 12), ck_mul(ck, x->E, 4)));
+        if (x->ep * x->etp > 1) b = ck_add(ck, b, ck_mul(ck, ck_mul(ck, tr, x->topk), ck_mul(ck, h, 2)));
+    } else { /* Megatron-Core: each row's routing weight (its weighted SwiGLU's input), two int32 permutation maps */
+        b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8));
+    }
     *off = 0;
     if ((in->offload_mods & OFFLOAD_MOD_EXPERT_FC1) && ck_mul(ck, rows, h) >= OFFLOAD_MIN_ELEMS) *off = fc1_in;
     if ((in->offload_mods & OFFLOAD_MOD_MOE_ACT) && ck_mul(ck, rows, g->k * x->Fe_t) >= OFFLOAD_MIN_ELEMS)

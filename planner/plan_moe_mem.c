@@ -153,14 +153,17 @@ static uint64_t sp_gather_w(const PlanInput *in, const Geo *g, int mtp)
 /* Buffers this executor (fusion fp8plan) keeps the whole step on a stage holding a MoE layer: one router-logit
  * buffer [tok_r, experts] fp32 and one of the experts' output rows [own, h] BF16 for every MoE layer's forward and
  * backward, and an FP8 dispatch's payload (codes and 1x128 scales) (exec/model/model_moe.c model_moe_transient).
- * These are the token side's: a row per routed copy of the rank's own tokens, own = rows / etp (tok_r x top-k),
- * not the ETP group's rows the experts run on after the gather (those are the dispatch and combine buffers). */
+ * With ep > 1 these are the token side's: a row per routed copy of the rank's own tokens, own = rows / etp (tok_r x
+ * top-k), not the ETP group's rows the experts run on after the gather (those are the dispatch and combine buffers).
+ * At ep 1 the outputs' buffer is the experts' side, the ETP group's rows (etp x tok_r x top-k, exactly: every peer
+ * routes its own tokens), which the ETP gather and reduce-scatter leave the rank's own rows in
+ * (exec/model/model_moe_ep.c, model_etp_arena). */
 static uint64_t moe_step_bufs(const PlanInput *in, const Geo *g, const Held *hd, Ck *ck)
 {
     const MoeGeo *x = &g->x;
     const Recipe *rc = in->recipe;
     if (in->fusion != FUSE_FP8PLAN || !hd->n[XK_MOE] || !x->E) return 0;
-    uint64_t own = ceil_div(x->rows, x->etp ? x->etp : 1);
+    uint64_t own = x->ep == 1 ? x->rows : ceil_div(x->rows, x->etp ? x->etp : 1);
     uint64_t b = ck_add(ck, ck_mul3(ck, g->tok_r, x->E, 4), ck_mul3(ck, own, g->h, 2)), n, sb;
     if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
         !gran_scale_count(rc->act_gran, 1, g->h, &n, &sb, NULL))

@@ -147,6 +147,10 @@ typedef struct {
     void *x_in;        /* (R, C) the dispatched expert inputs */
     void *x_fc1;       /* (R, k·Fe) the experts' FC1 output */
     void *x_fc2in;     /* (R, Fe) the experts' activation output = FC2 input */
+    /* expert tensor parallelism at ep 1 (model_etp_arena): x_in, x_fc1 and x_fc2in are the experts' side, the
+     * ETP group's etp·R rows at the rank's Fe/etp columns */
+    void *y_tok; /* (R, C) expert or expert tensor parallelism: the experts' outputs back at their token copies, kept
+                    for the combine weights' gradient (one rank recomputes them) */
     /* FP8 recipes save the experts' GEMM inputs as transposed FP8 copies instead of x_in / x_fc2in
      * (those NULL), each expert's columns [r_g, r_g + m_g) cast with its own scale */
     uint8_t *q_xin; /* (C, R) */
@@ -208,6 +212,10 @@ typedef struct {
     void *r_dl;      /* (B·T, E) d(logits) in the activation dtype for the router's GEMMs */
     void *x_y;       /* (R, C) the experts' outputs (forward; recomputed in backward), then d(expert inputs) */
     void *x_dy;      /* (R, C) d(expert outputs); none with expert parallelism's FP8 dispatch (x_y holds them) */
+    /* expert tensor parallelism at ep 1 (model_etp_arena): x_y, x_dy, x_dh2 and x_dh1 hold the ETP group's etp·R
+     * rows, x_y and x_dy the experts' side and the gather / reduce-scatter's rows in backward; etp_rows those of
+     * the forward */
+    void *etp_rows;
     uint8_t *ep_pay; /* expert parallelism's FP8 dispatch: the token side's send buffer, R rows of codes + scales */
     void *x_dh2;     /* (R, Fe) d(activation output) */
     void *x_dh1;     /* (R, k·Fe) d(FC1 output) */

@@ -118,12 +118,16 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
     if (f8 && exec_block_scaled(r))
         arena_add(sp, MT_ACT_MOE, DT_FP32, C * nt, la ? &la->q_xin_s : NULL, "experts.input.fp8_col.scale_inv", li);
-    if (!f8) arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
-    arena_add(sp, MT_ACT_MOE, A, R * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
+    /* the experts' side at ep 1 x etp > 1 (model_etp_arena: the ETP group's rows), else this rank's rows */
+    const uint64_t X = model_moe_xrows(m);
+    if (!f8) arena_add(sp, MT_ACT_MOE, A, X * C, la ? &la->x_in : NULL, "experts.input", li);
+    arena_add(sp, MT_ACT_MOE, A, X * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
     if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
     if (f8 && exec_block_scaled(r))
         arena_add(sp, MT_ACT_MOE, DT_FP32, Fe * nt, la ? &la->q_xh_s : NULL, "experts.fc2_input.fp8_col.scale_inv", li);
-    if (!f8) arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
+    if (!f8) arena_add(sp, MT_ACT_MOE, A, X * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
+    /* the experts made the outputs on other ranks: kept at the token copies for the combine weights' gradient */
+    if (model_ep_on(m)) arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->y_tok : NULL, "experts.output_kept", li);
 }
 
 /* Expert parallelism with an FP8 dispatch (deepseek-v3): the token side quantizes its rows straight into the send
@@ -137,13 +141,17 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     int any = 0;
     for (uint32_t l = 0; l < s->layers; l++) any |= model_moe_layer(m, l);
     if (!any) return;
-    const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
+    const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_xrows(m);
     const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
     ModelActs *a = bind ? &m->act : NULL;
-    /* both passes: the logits (their gradient in backward) and the experts' outputs (recomputed) */
+    /* both passes: the logits (their gradient in backward) and the experts' outputs (recomputed). At ep 1 x etp > 1
+     * (model_etp_arena) R is the ETP group's rows: x_y the experts' outputs, then d(outputs) and d(inputs), and the
+     * rank's own rows at its start; x_dy the backward's gathered and reduce-scattered rows; etp_rows the forward's */
     arena_add(sp, MT_TRANSIENT, DT_FP32, BT * E, a ? &a->r_logits : NULL, "router.logits", -1);
     arena_add(sp, MT_TRANSIENT, A, R * C, a ? &a->x_y : NULL, "experts.out", -1);
+    if (model_etp_arena(m))
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, R * C, a ? &a->etp_rows : NULL, "etp.rows");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_moe : NULL, "moe.combined");
     if (recipe_fp8_gemm(&m->recipe)) /* the activation's output before its cast (FC2's input) */
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, R * Fe, a ? &a->x_h : NULL, "experts.act_out");

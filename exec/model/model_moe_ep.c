@@ -28,7 +28,12 @@
  * sends to each expert accumulate in m->ep_rows for the planner's bytes with the measured routing.
  * Expert tensor parallelism (etp > 1, also at ep 1) runs through the same steps with the ETP group's rows
  * gathered after the dispatch and the partial outputs reduce-scattered before the combine
- * (exec/model/model_moe_etp.c); the experts' side then holds up to ep·etp·R rows. */
+ * (exec/model/model_moe_etp.c); the experts' side then holds up to ep·etp·R rows. At ep 1 with BF16/FP32 experts
+ * (model_etp_arena) it holds etp·R rows exactly, and those tensors are the arena's, as the plan counts them: the
+ * saved inputs and outputs a layer's (la->x_in, x_fc1, x_fc2in), the experts' outputs, then their output and input
+ * gradients, in x_y, d(activation) and d(FC1 output) in x_dh2 and x_dh1, the gathered and reduce-scattered rows in
+ * etp_rows (forward) and x_dy (backward). The outputs kept at the token copies are the arena's at any layout
+ * (la->y_tok). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +44,7 @@ typedef struct {
     void *x_in, *x_fc1, *x_fc2in; /* expert side, (cap, C), (cap, k·Fe), (cap, Fe): saved for backward */
     uint8_t *q_xin, *q_xh;        /* FP8 experts: the saved transposed inputs (C, rows), (Fe, rows) */
     float *q_xin_s, *q_xh_s;      /* block scaling: their tiles (model_moe_block.c) */
-    void *y_tok;                  /* (R, C) the experts' outputs back at their token copies */
+    void *y_tok;                  /* (R, C) the experts' outputs back at their token copies (the arena's) */
     int32_t *dcounts;             /* (El) backend memory: rows per local expert */
     uint64_t *sent;               /* (E) host: rows this rank routed to each expert */
     uint64_t *rc;                 /* (etp·ep, El) host: rows source s sends local expert e; with expert tensor
@@ -49,13 +54,14 @@ typedef struct {
 } EpLayer;
 
 struct MoeEp {
-    uint64_t cap;                   /* ep·etp·R rows */
-    EpLayer *layer;                 /* (slots, MoE layers of the stage): a pipeline's in-flight micro-batches each */
-    uint32_t nlayer;                /* slots x MoE layers */
-    void *scr;                      /* (cap, C) the rows in source order (the all-to-alls' side) */
-    void *ya, *yb;                  /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
-    void *dh2, *dh1;                /* (cap, Fe), (cap, k·Fe) */
-    uint8_t *t_q, *d_qrow, *d_qcol; /* FP8 experts: the working copies (cap, max(C, Fe)), (cap, dmax) twice */
+    uint64_t cap;     /* ep·etp·R rows */
+    EpLayer *layer;   /* (slots, MoE layers of the stage): a pipeline's in-flight micro-batches each */
+    uint32_t nlayer;  /* slots x MoE layers */
+    void *scr, *scrb; /* (cap, C) the rows in source order (the all-to-alls' side): forward's, backward's */
+    void *ya, *yb;    /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb; in the arena
+                         ya's: d(outputs) are spent when FC1's input gradient is made) */
+    void *dh2, *dh1;  /* (cap, Fe), (cap, k·Fe) */
+    uint8_t *t_q, *d_qrow, *d_qcol;     /* FP8 experts: the working copies (cap, max(C, Fe)), (cap, dmax) twice */
     float *t_q_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
     uint8_t *pay;                       /* FP8 dispatch: the token side's payload (R rows of row_bytes; the arena's) */
     uint8_t *host;                      /* FP8 dispatch: the received payload on the host (cap rows) */
@@ -108,11 +114,22 @@ Status model_ep_create(Model *m, Err *e)
         return err_set(e, ST_NOMEM, "out of memory");
     p->rcount = p->scount + m->ep;
     const uint64_t cap = p->cap;
-    Status st = ep_alloc(m, p, cap * C * eb, &p->scr, e);
-    if (!st) st = ep_alloc(m, p, cap * C * eb, &p->ya, e);
-    if (!st) st = ep_alloc(m, p, cap * C * eb, &p->yb, e);
-    if (!st) st = ep_alloc(m, p, cap * Fe * eb, &p->dh2, e);
-    if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &p->dh1, e);
+    const int in_arena = model_etp_arena(m);
+    Status st = ST_OK;
+    if (in_arena) { /* the arena's (model_moe_transient), at cap = etp·R rows: the forward's outputs, then the
+                       backward's d(outputs) and, those spent once FC2's gradients are made, d(inputs) in x_y */
+        ModelActs *a = &m->act;
+        p->scr = a->etp_rows, p->scrb = a->x_dy, p->ya = p->yb = a->x_y, p->dh2 = a->x_dh2, p->dh1 = a->x_dh1;
+        if (!p->scr || !p->scrb || !p->ya || !p->dh2 || !p->dh1)
+            st = err_set(e, ST_SOFTWARE, "expert tensor parallelism: no expert rows in the arena");
+    } else {
+        st = ep_alloc(m, p, cap * C * eb, &p->scr, e);
+        if (!st) st = ep_alloc(m, p, cap * C * eb, &p->ya, e);
+        if (!st) st = ep_alloc(m, p, cap * C * eb, &p->yb, e);
+        if (!st) st = ep_alloc(m, p, cap * Fe * eb, &p->dh2, e);
+        if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &p->dh1, e);
+        p->scrb = p->scr;
+    }
     const int f8 = recipe_fp8_gemm(&m->recipe); /* per-tensor scales only (model_moe_check) */
     const uint64_t qw = C > Fe ? C : Fe, dmax = qw > kf * Fe ? qw : kf * Fe;
     if (!st && f8) st = ep_alloc(m, p, cap * qw, (void **)&p->t_q, e);
@@ -137,10 +154,9 @@ Status model_ep_create(Model *m, Err *e)
         L->sent = calloc(E + (size_t)m->etp * m->ep * El, sizeof *L->sent);
         if (!L->sent) return err_set(e, ST_NOMEM, "out of memory");
         L->rc = L->sent + E;
-        st = ep_alloc(m, p, cap * C * eb, &L->x_in, e);
-        if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &L->x_fc1, e);
-        if (!st) st = ep_alloc(m, p, cap * Fe * eb, &L->x_fc2in, e);
-        if (!st) st = ep_alloc(m, p, R * C * eb, &L->y_tok, e);
+        if (!in_arena) st = ep_alloc(m, p, cap * C * eb, &L->x_in, e); /* else the layer's (model_ep_dispatch) */
+        if (!st && !in_arena) st = ep_alloc(m, p, cap * kf * Fe * eb, &L->x_fc1, e);
+        if (!st && !in_arena) st = ep_alloc(m, p, cap * Fe * eb, &L->x_fc2in, e);
         if (!st) st = ep_alloc(m, p, El * sizeof(int32_t), (void **)&L->dcounts, e);
         if (!st && f8) st = ep_alloc(m, p, cap * C, (void **)&L->q_xin, e);
         if (!st && f8) st = ep_alloc(m, p, cap * Fe, (void **)&L->q_xh, e);
@@ -253,12 +269,15 @@ static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void
 {
     MoeEp *p = m->moe_ep;
     const uint64_t C = m->spec.hidden;
-    void *own = row_at(m, p->scr, L->own0, C); /* this rank's sources among the ETP group's */
+    void *scr = id == CO_EP_DISPATCH_BWD ? p->scrb : p->scr;
+    void *own = row_at(m, scr, L->own0, C); /* this rank's sources among the ETP group's */
     a2a_counts(m, L, C);
-    Status st = m->ep > 1 ? a2a(m, id, tok, p->scount, own, p->rcount, m->act_dtype, e)
-                          : rows_copy(m, tok, own, model_moe_rows(m), C, e); /* ep 1: its own rows stay */
-    if (!st && m->etp > 1) st = model_etp_gather(m, p->scr, L->rc, C, m->act_dtype, e);
-    return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
+    /* ep 1: its own rows stay (already in place where the backward's d(outputs) were made in x_dy's first rows) */
+    Status st = m->ep > 1    ? a2a(m, id, tok, p->scount, own, p->rcount, m->act_dtype, e)
+                : tok != own ? rows_copy(m, tok, own, model_moe_rows(m), C, e)
+                             : ST_OK;
+    if (!st && m->etp > 1) st = model_etp_gather(m, scr, L->rc, C, m->act_dtype, e);
+    return st ? st : sort_rows(m, L, scr, exp, 1, C, e);
 }
 
 /* The FP8 dispatch (model_moe_ep_fp8.c): the token side (R, C) quantized peer by peer, its codes and scales
@@ -289,12 +308,13 @@ static Status to_tokens(Model *m, const EpLayer *L, CollectiveId id, const void 
 {
     MoeEp *p = m->moe_ep;
     const uint64_t C = m->spec.hidden;
-    const void *own = row_at(m, p->scr, L->own0, C);
+    void *scr = id == CO_EP_COMBINE_BWD ? p->scrb : p->scr;
+    const void *own = row_at(m, scr, L->own0, C);
     a2a_counts(m, L, C);
-    Status st = sort_rows(m, L, p->scr, (void *)exp, 0, C, e);
+    Status st = sort_rows(m, L, scr, (void *)exp, 0, C, e);
     /* expert tensor parallelism: the partial outputs (row-parallel FC2's, FC1's input gradient) summed over the
      * ETP group, each rank keeping its own sources' rows */
-    if (!st && m->etp > 1) st = model_etp_scatter(m, id == CO_EP_COMBINE_FWD, p->scr, L->rc, C, e);
+    if (!st && m->etp > 1) st = model_etp_scatter(m, id == CO_EP_COMBINE_FWD, scr, L->rc, C, e);
     if (!st && m->ep > 1) st = a2a(m, id, own, p->rcount, tok, p->scount, m->act_dtype, e);
     if (!st && m->ep == 1) st = rows_copy(m, own, tok, model_moe_rows(m), C, e);
     return st;
@@ -389,6 +409,8 @@ Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *
 {
     EpLayer *L = ep_layer(m, l);
     MoeEp *p = m->moe_ep;
+    L->y_tok = la->y_tok; /* the arena's: this slot's layer (a pipeline's micro-batch in flight) */
+    if (model_etp_arena(m)) L->x_in = la->x_in, L->x_fc1 = la->x_fc1, L->x_fc2in = la->x_fc2in;
     Status st = exchange_counts(m, L, la, e);
     if (!st && p->pay)
         st = to_experts_fp8(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, p->t_q, p->t_q_s, e);

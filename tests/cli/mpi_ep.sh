@@ -118,7 +118,11 @@
 # output to BF16 before the reduce-scatter, as the TP rows do ('t', 'T': step 1 within 1e-4, measured 1.3e-6 at
 # tp 1, 1.3e-5 at tp 2, 4.4e-6 tiny-ds-kv2, 8.8e-6 tiny-ds-256 at its real 256 experts, 1.3e-5 tiny-moe-vkv2 at
 # Mixtral's vocabulary; a near tie of MoE layer 1 routes one copy differently at tp 1, measured). The MTP depth's
-# loss within 1e-4 at step 1 (measured 9.5e-6).
+# loss within 1e-4 at step 1 (measured 9.5e-6). At ep 1 the group's rows are etp x tokens x top-k whatever the
+# routing, and with BF16/FP32 experts they are the arena's (exec/model/model_internal.h model_etp_arena): every
+# megatron-bf16 row at ep 1 holds act_moe as planned byte for byte, and the tiny-moe rows the transient too (tiny-moe
+# and tiny-moe-v at tp 1, the latter's LM-head backward with the experts' outputs at the group's rows beside it;
+# tiny-ds-256 at its 256 experts, step 1 measured 5.1e-7; tiny-moe-v 6.4e-7).
 # FP8 experts over ETP ranks (the te-fp8, te-fp8-current and deepseek-v3 --etp rows): as Megatron-Core's all-to-all
 # dispatcher, the gather moves the rows as the dispatch delivered them (BF16 under the per-tensor recipes, which
 # quantize on the experts' side; deepseek-v3's E4M3 codes and 1x128 scales at ep 2, 68 B a row of 64; BF16 at ep 1,
@@ -128,7 +132,8 @@
 # ranks: 'd'/'c' 2^-3, 'b' 2 x (2^-4 + 2^-6) (measured 7.5e-5 te-fp8 ep 1, 1.5e-4 over 2 stages at tp 2, 2.0e-4
 # te-fp8-current ep 2, 1.5e-4 tiny-ds-256 te-fp8, 2.9e-5 deepseek-v3 ep 1 with MTP, 4.4e-5 ep 2, 1.0e-6
 # tiny-ds-256). A NaN or Inf in a partial sum stops every rank under each FP8 recipe too (the fault loop).
-# tier: full (make test-full, which .ci/run runs): 163 mpirun runs (7 with two MTP depths, about 5 m of them at
+# tier: full (make test-full, which .ci/run runs): 165 mpirun runs (2 --etp 2 rows at ep 1 added, 3 m 06 s for the
+# 25 --etp rows with their one-rank runs at load 11; before 163: 7 with two MTP depths, about 5 m of them at
 # load 16-21 with their one-rank runs; 7 FP8 --etp 2 rows, 3 FP8 fault runs and a scaling trace added, 2 refusals
 # gone: the 7 rows and the 6 ETP fault runs took 1 m 05 s at load 28); before 147 (16 with --etp 2, about 2 m 30 s
 # of them at load 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
@@ -290,6 +295,16 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
         "tp_norm_grad_allreduce.calls +calls +1 +1 +per step"
     [ -n "$etp" ] && [ "$ep" = 1 ] && expect_line "$tag: the ETP gather as planned (every member's tokens x top-k)" \
         "  etp_allgather( +[0-9]+){3} +$k/$k +exact"
+    # ep 1 x etp 2 with BF16 experts: the experts' side in the arena at the ETP group's rows (see "Expert tensor
+    # parallelism" above): act_moe the plan's byte for byte, and the transient where its peak is the MoE layer's or the
+    # LM head's (the tiny-moe rows; tiny-ds-256's is 8,192 B under the plan on one rank too, not ETP's)
+    if [ -n "$etp" ] && [ "$ep" = 1 ] && [ "$recipe" = megatron-bf16 ]; then
+        held() { awk -v t="$1" '$1 == "memory" && $2 == t { print $4 " " $5; exit }' "$TMP/out"; }
+        expect_eq "$tag: act_moe planned and held alike" "$(held act_moe | awk '{ print ($1 == $2) }')" 1
+        case $model in tiny-moe*) expect_eq "$tag: the transient planned and held alike" \
+            "$(held transient | awk '{ print ($1 == $2) }')" 1 ;;
+        esac
+    fi
     if [ "$ep" = 1 ]; then # data parallelism alone: the EDP group is every rank of the stage
         [ "$tp" = 1 ] || expect_line "$tag: the router's gradient with the norms' over TP" \
             "  tp_norm_grad_allreduce( +[0-9]+){3} +$k/$k +exact"
@@ -417,6 +432,8 @@ done 3<<'EOF'
 4|2|tiny-ds-kv2|megatron-bf16|3|0|T|2|--etp 2
 4|2|tiny-ds-256|megatron-bf16|2|0|T|2|--etp 2
 2|1|tiny-moe-vkv2|megatron-bf16|2|0|t|2|--etp 2
+2|1|tiny-moe-v|megatron-bf16|2|0|t||--etp 2
+2|1|tiny-ds-256|megatron-bf16|2|0|T||--etp 2
 4|2|tiny-mtp|megatron-bf16|3|0|T|2|--etp 2
 2|1|tiny-moe-kv2|te-fp8|3|0|d|1|--etp 2
 4|1|tiny-moe-kv2|te-fp8|3|0|d|2|--pp 2 --etp 2
@@ -495,9 +512,10 @@ expect_line "rank 3's dispatch: the uniform plan's 16,384 beside" \
     "     3 ep_dispatch_fwd +[0-9]+ +[0-9]+ +32768 +32768 +16384  exact"
 # the buffers outside the arena, for ep x 64 = 128 rows on the experts' side, BF16: the rows in source order,
 # the outputs and d(inputs) 3 x 128 x 64 x 2 = 49,152, d(activation) 128 x 224 x 2 = 57,344, d(FC1 out)
-# 128 x 448 x 2 = 114,688; per MoE layer the saved inputs 16,384, FC1 out 114,688 and FC2 in 57,344, the
-# combined outputs 64 x 64 x 2 = 8,192 and 4 int32 counts: 196,624, x 2 layers: 221,184 + 393,248 = 614,432
-expect_out "the EP buffers outside the arena, by hand" "each rank also holds 614432 B of expert-parallel buffers"
+# 128 x 448 x 2 = 114,688; per MoE layer the saved inputs 16,384, FC1 out 114,688 and FC2 in 57,344 and 4 int32
+# counts: 188,432, x 2 layers: 221,184 + 376,864 = 598,048 (the combined outputs kept at the token copies, 64 x 64
+# x 2 = 8,192 a layer, are the arena's act_moe, as the plan of this executor's stack counts them)
+expect_out "the EP buffers outside the arena, by hand" "each rank also holds 598048 B of expert-parallel buffers"
 
 # ---- refused before any work, nothing written --------------------------------------------------------
 O="-o $TMP/no.csv --loss-log $TMP/no_loss.csv --routing-log $TMP/no_r.csv"

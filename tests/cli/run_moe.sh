@@ -70,11 +70,12 @@ expect_out "deepseek-v3 on experts: persistent terms match the plan" "every exac
 # each expert's weights blocked on their own: FC1 (448, 64) 4 blocks a copy, FC2 (64, 224) 2, both copies: 12 an
 # expert x 8 x 2 layers = 192, + QKV (96, 64) and proj (64, 64) 1 a copy, 4 a layer: 200 FP32 scales = 800 B
 expect_eq "deepseek-v3: scale_block by hand" "$(grep '^memory,scale_block,' "$TMP/moeds.csv" | cut -d, -f4,5)" "800,800"
-# act_moe a layer (32 tokens, 64 rows, 8 experts): probabilities 32x8x4 = 1,024, top-k 32x2x8 = 512, router input
-# 32x64x2 = 4,096, FC1 input 64x64 = 4,096 in FP8 + its transposed tiles 64 x (8 + floor(56/128) = 8) x 4 = 2,048,
-# FC1 output 64x448x2 = 57,344, FC2 input 64x224 = 14,336 + 224x8x4 = 7,168, a row's weight and maps 64x12 = 768:
-# 91,392, 2 layers 182,784; the run keeps one map a (token, slot) and 8 counts: 64x8 - 8x4 = 480 fewer a layer
-expect_eq "deepseek-v3: act_moe by hand" "$(grep '^memory,act_moe,' "$TMP/moeds.csv" | cut -d, -f4,5)" "182784,181824"
+# act_moe a layer (32 tokens, 64 rows, 8 experts): probabilities 32x8x4 = 1,024, router input 32x64x2 = 4,096, FC1
+# input 64x64 = 4,096 in FP8 + its transposed tiles 64 x (8 + floor(56/128) = 8) x 4 = 2,048, FC1 output 64x448x2 =
+# 57,344, FC2 input 64x224 = 14,336 + 224x8x4 = 7,168, this executor's routing data (its stack's plan): an expert id,
+# weight and row a (token, slot) 32x2x12 = 768 and 8 int32 counts 32: 90,912, 2 layers 181,824 planned and held
+# (Megatron-Core's top-k 32x2x8 and a weight and two maps a row 64x12, which the plan counted here before: 480 B more)
+expect_eq "deepseek-v3: act_moe by hand" "$(grep '^memory,act_moe,' "$TMP/moeds.csv" | cut -d, -f4,5)" "181824,181824"
 # te-fp8's 197,376 B of working set (no FC2 scales kept: block scales are the tiles') + dY's tiles, the widest expert output 448: row-wise 64 x ceil(448/128) x 4 = 1,024 and
 # transposed 448 x 8 x 4 = 14,336: 212,736
 expect_eq "deepseek-v3 transient: planned and measured, 212,736 B by hand" \

@@ -414,15 +414,17 @@ static void test_fractional_rows_round_up(void)
     CHECKF((a[1] - a[0]) * 128 == (a[2] - a[1]) * 25, "differences %llu and %llu are not 25 : 128",
            (unsigned long long)(a[1] - a[0]), (unsigned long long)(a[2] - a[1]));
 }
-/* This executor's (fusion fp8plan) MoE buffers held all step are the token side's, whatever the expert-TP size:
- * the router logits [tok_r, E] fp32 and the experts' output rows of the rank's own tokens [tok_r x top-k, h] BF16
- * (exec/model/model_moe.c model_moe_transient) — not the ETP group's gathered rows, which the plan counted at etp 2
- * (issue 42: 4,096 B over the run at tp 2 x ep 2 x etp 2). ox_moe with latent attention (q_lora 64, kv_lora 128,
- * heads of 80 + 16, values 64), seq 8, tp 2 with SP, fp8plan's stack: the transient is the replicated gradients'
- * flattened copy after the backward (test_oracle_mla_terms.c test_mla_tp_bytes: 108,160 values without experts) plus
- * the MoE layer's router 8 x 256 = 2,048: 110,208 x 4 B = 440,832, beside d(residual) 4 x 256 and dX max(8 x 1 head x
- * 64, 4 x 256) = 1,024, x 2 B = 4,096, and the MoE buffers: logits 4 tokens x 8 x 4 = 128 and the rows 4 x top-2 =
- * 8 x 256 x 2 = 4,096: 449,152 B at etp 1 and at etp 2 alike (the ETP group's 16 rows would be 4,096 more). */
+/* This executor's (fusion fp8plan) MoE buffers held all step: the router logits [tok_r, E] fp32 and the experts'
+ * output rows [rows, h] BF16 (exec/model/model_moe.c model_moe_transient). With ep > 1 those rows are the token side's,
+ * the rank's own tokens x top-k, not the ETP group's gathered rows, which the plan counted at etp 2 (issue 42: 4,096 B
+ * over the run at tp 2 x ep 2 x etp 2); at ep 1 x etp 2 the buffer is the experts' side, the ETP group's rows (every
+ * peer routes its own tokens, so etp x tok_r x top-k exactly; exec/model/model_moe_ep.c, model_etp_arena). ox_moe with
+ * latent attention (q_lora 64, kv_lora 128, heads of 80 + 16, values 64), seq 8, tp 2 with SP, fp8plan's stack: the
+ * transient is the replicated gradients' flattened copy after the backward (test_oracle_mla_terms.c
+ * test_mla_tp_bytes: 108,160 values without experts) plus the MoE layer's router 8 x 256 = 2,048: 110,208 x 4 B =
+ * 440,832, beside d(residual) 4 x 256 and dX max(8 x 1 head x 64, 4 x 256) = 1,024, x 2 B = 4,096, and the MoE
+ * buffers: logits 4 tokens x 8 x 4 = 128 and the rows 4 x top-2 = 8 x 256 x 2 = 4,096: 449,152 B at etp 1 and at ep 2
+ * x etp 2 (dp 2: the same micro-batch a GPU); at ep 1 x etp 2 the group's 16 rows, 8,192 B: 453,248. */
 static void test_moe_buffers_own_rows_at_etp(void)
 {
     ModelSpec m = ox_moe(512);
@@ -432,13 +434,17 @@ static void test_moe_buffers_own_rows_at_etp(void)
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.gbs = 1, in.tp = 2, in.sp = 1, in.fusion = FUSE_FP8PLAN;
-    for (uint32_t etp = 1; etp <= 2; etp++) {
+    static const struct {
+        uint32_t ep, etp, dp;
+        uint64_t want;
+    } c[] = {{1, 1, 1, 449152}, {1, 2, 1, 453248}, {2, 2, 2, 449152}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         Plan p;
-        in.etp = etp;
+        in.ep = c[i].ep, in.etp = c[i].etp, in.dp = c[i].dp, in.gbs = c[i].dp;
         if (!build(&in, &p)) return;
         CHECK_EQ_U64(p.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 440832);
-        CHECKF(p.mem[MT_TRANSIENT].bytes == 449152, "etp %u: transient %llu, by hand 449,152", etp,
-               (unsigned long long)p.mem[MT_TRANSIENT].bytes);
+        CHECKF(p.mem[MT_TRANSIENT].bytes == c[i].want, "ep %u x etp %u: transient %llu, by hand %llu", c[i].ep,
+               c[i].etp, (unsigned long long)p.mem[MT_TRANSIENT].bytes, (unsigned long long)c[i].want);
     }
 }
 
@@ -478,6 +484,44 @@ static void test_router_dscores_by_stack(void)
     }
 }
 
+/* The routed part's saved routing data by stack (act_moe). ox_moe (one MoE layer: 512 tokens, top-2, 1,024 rows,
+ * 8 experts of FFN 128, hidden 256, a shared expert holding norm 2's output, so no router input of its own), BF16,
+ * one micro-batch a GPU. Megatron-Core (fusion te) keeps its top-k ids and weights [tok, k] and per row a routing
+ * weight (its weighted SwiGLU's input) and two int32 maps: the probabilities 512 x 8 x 4 = 16,384, top-k 512 x 2 x 8
+ * = 8,192, the dispatched inputs 1,024 x 256 x 2 = 524,288, FC1's output 1,024 x 256 x 2 = 524,288, FC2's input
+ * 1,024 x 128 x 2 = 262,144 and the rows' 1,024 x 12 = 12,288: 1,347,584. This executor (fusion fp8plan,
+ * exec/model/model_moe.c model_moe_saved) combines with the [tok, k] weights and keeps per (token, slot) an expert
+ * id, a weight and a row map, 512 x 2 x 12 = 12,288, and 8 int32 counts, 32, no top-k pair or row weight besides:
+ * 1,339,424 (issue 42: 480 B a layer under the plan at 32 tokens, 8 experts, top-2; now equal). With the experts
+ * on other ranks (ep 2, dp 2) it keeps their outputs at the token copies for the weights' gradient, 1,024 x 256 x
+ * 2 = 524,288 more: 1,863,712. At ep 1 x etp 2 (dp 2) the experts hold the ETP group's 2,048 rows at FFN 64: inputs
+ * 1,048,576, FC1's output 2,048 x 128 x 2 = 524,288, FC2's input 2,048 x 64 x 2 = 262,144; Megatron-Core's rows
+ * 2,048 x 12 = 24,576 (1,884,160 in all), this executor's routing data as at etp 1 and the kept outputs:
+ * 2,388,000. */
+static void test_routing_data_by_stack(void)
+{
+    static const struct {
+        KernelFusion fusion;
+        uint32_t ep, etp, dp;
+        uint64_t want;
+    } rows[] = {{FUSE_TE, 1, 1, 1, 1347584},
+                {FUSE_FP8PLAN, 1, 1, 1, 1339424},
+                {FUSE_FP8PLAN, 2, 1, 2, 1863712},
+                {FUSE_TE, 1, 2, 2, 1884160},
+                {FUSE_FP8PLAN, 1, 2, 2, 2388000}};
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ModelSpec m = ox_moe(512);
+        PlanInput in = fx_input(&m, &g, &r);
+        in.fusion = rows[i].fusion, in.ep = rows[i].ep, in.etp = rows[i].etp, in.dp = rows[i].dp, in.gbs = rows[i].dp;
+        Plan p;
+        if (!build(&in, &p)) return;
+        CHECKF(p.mem[MT_ACT_MOE].bytes == rows[i].want, "row %zu: act_moe %llu, by hand %llu", i,
+               (unsigned long long)p.mem[MT_ACT_MOE].bytes, (unsigned long long)rows[i].want);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -494,5 +538,6 @@ int main(void)
     RUN(test_fractional_rows_round_up);
     RUN(test_moe_buffers_own_rows_at_etp);
     RUN(test_router_dscores_by_stack);
+    RUN(test_routing_data_by_stack);
     return test_summary();
 }
