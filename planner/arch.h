@@ -52,6 +52,11 @@ extern const double arch_grouped_mm_mxfp8_rel_sm100;
  * on the same shape on SM 10.x: the fraction of its rate (arch.c: fitted on the paired FP8-CS / MXFP8 dev runs). */
 extern const double arch_mxfp8_gemm_rel_sm100;
 
+/* A DeepSeek-style block-scaled FP8 GEMM (1x128 / 128x128 FP32 scales, cuBLASLt VEC128 / BLK128x128 or DeepGEMM)
+ * against the per-tensor FP8 GEMM on the same shape on SM 9.x: the fraction of its rate (arch.c: NVIDIA's cuBLAS
+ * 12.9 measurement over BF16, divided by the per-tensor FP8 / BF16 MAMF ratio). */
+extern const double arch_blockwise_gemm_rel_sm90;
+
 /* NCCL ring latency model (src/graph/tuning.cc): protocols LL and Simple. */
 enum { NCCL_LL = 0, NCCL_SIMPLE, NCCL_PROTOS };
 typedef struct {

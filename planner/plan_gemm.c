@@ -45,6 +45,13 @@ int plan_mx_gemm(const PlanInput *in)
            !in->gpu->host && in->gpu->sm >= 100;
 }
 
+int plan_block_gemm(const PlanInput *in)
+{
+    const Recipe *rc = in->recipe;
+    return rc && recipe_fp8_gemm(rc) && rc->act_gran == GRAN_1X128 && rc->weight_gran == GRAN_128X128 && in->gpu &&
+           !in->gpu->host && in->gpu->sm >= 90 && in->gpu->sm < 100;
+}
+
 double plan_mx_gemm_rel(const GpuSpec *g) { return g->mx_gemm_rel > 0 ? g->mx_gemm_rel : arch_mxfp8_gemm_rel_sm100; }
 
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
@@ -60,6 +67,9 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     if (!(r8 > 0)) r8 = r16; /* no FP8 tensor cores: plan_validate rejects FP8 recipes before this matters */
     /* MXFP8's GEMMs run cuBLASLt's block-scaled kernels, at their fraction of the per-tensor FP8 rate (arch.c) */
     if (!(in->eff_gemm_fp8 > 0) && plan_mx_gemm(in)) r8 *= plan_mx_gemm_rel(gp);
+    /* DeepSeek-style 1x128 / 128x128 block scales on Hopper: the scales are applied on the CUDA cores every 128 of
+     * K, at their measured fraction of the per-tensor FP8 rate (arch.c) */
+    if (!(in->eff_gemm_fp8 > 0) && plan_block_gemm(in)) r8 *= arch_blockwise_gemm_rel_sm90;
     gg->sms = gp->sms ? (double)gp->sms : 1.0; /* unknown SM count: one "SM" with the whole rate, no quantization */
     gg->inv_sms = 1.0 / gg->sms;
     gg->tm_sh = log2u(a->tile_m), gg->tn_sh = log2u(a->tile_n);

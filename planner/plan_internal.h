@@ -422,6 +422,9 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* 1 when the plan's FP8 GEMMs are MXFP8 block-scaled GEMMs (1x32 scales) on a Blackwell GPU, which
  * gemm_gpu_init rates at plan_mx_gemm_rel of the per-tensor FP8 rate. */
 int plan_mx_gemm(const PlanInput *in);
+/* 1 when the plan's FP8 GEMMs are DeepSeek-style block-scaled GEMMs (1x128 activations, 128x128 weights) on a
+ * Hopper GPU, which gemm_gpu_init rates at arch_blockwise_gemm_rel_sm90 of the per-tensor FP8 rate. */
+int plan_block_gemm(const PlanInput *in);
 /* The GPU's MXFP8 GEMM rate as a fraction of its per-tensor FP8 rate: GpuSpec.mx_gemm_rel where set (the fit of
  * tests/unit/test_fidelity_fit.c varies it), else arch_mxfp8_gemm_rel_sm100. */
 double plan_mx_gemm_rel(const GpuSpec *g);

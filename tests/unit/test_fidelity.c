@@ -130,21 +130,23 @@ static void test_pinned_figures(void)
      * each operand one dim per pass and rearranging their scales (-> 11.51, dev 11.07); H100 SXM's share refitted by
      * the rule (0.66 -> 0.65) -> 11.41, dev 10.97, hold-out 12.37 (MoE dev on H100 10.81 -> 10.59); GPT-OSS's clamped
      * GLU and biased experts as Megatron-Core runs them (plan_moe_extra.c; 26.06's run with the fused expert MLP,
-     * te_op_fuser=1, without) -> 10.34, dev 10.06, hold-out 10.95 */
-    pin(&s.moe, "mixture of experts", 67, 10.34);
+     * te_op_fuser=1, without) -> 10.34, dev 10.06, hold-out 10.95; DeepSeek-style block-scaled FP8 GEMMs on Hopper at
+     * 0.96 of the per-tensor rate (planner/arch.c arch_blockwise_gemm_rel_sm90: the 25.09 blockwise H100 row +13.0 ->
+     * +11.3 %, DeepSeek-V3's H800 report +6.6 -> +5.0 %) -> 10.29, dev 9.99 */
+    pin(&s.moe, "mixture of experts", 67, 10.29);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
     /* 11.89 -> 11.88 -> 11.90: the ModelZoo MXFP8 rows, then NeMo 25.04 / 25.07 FP8-CS rows, with FP8 parameters;
      * -> 11.09 with the kernels and dispatcher facts above, 11.07 with torchao's MXFP8 quantize passes, 10.97 with
-     * H100's share at 0.65, 10.06 with GPT-OSS's clamps and expert biases */
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 10.06);
+     * H100's share at 0.65, 10.06 with GPT-OSS's clamps and expert biases, 9.99 with the block-scaled Hopper rate */
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 9.99);
     pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 10.95);
     /* the MoE dev runs per GPU: every dev row in exactly one, no held-out row in any; pinned as the planner gives
      * them (the Blackwell rows carry the bias: docs/fidelity.md) */
     int ngpu = 0;
     for (int i = 0; i < s.nmoe_dev_gpus; i++) ngpu += s.moe_dev_gpu[i].n;
     CHECK_EQ_INT(ngpu, s.moe_dev.n);
-    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 9.75);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 9.66);
     pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 12.58);
     pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 8.51);
     /* each planned row's time terms add up to its step (fidelity_terms.csv's shares to 100 %): no term is lost or

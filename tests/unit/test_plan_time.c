@@ -102,6 +102,44 @@ static void test_gemm_waves(void)
     CHECK_REL(fp[0], 25165824.0 * 132 / 850e12, 1e-9);
 }
 
+/* DeepSeek-style block-scaled FP8 GEMMs on Hopper (planner/arch.c arch_blockwise_gemm_rel_sm90 = 0.96, from NVIDIA's
+ * cuBLAS 12.9 figure of 1.75x BF16 over the MAMF ratio 1453.4 / 794.5 = 1.829: 1.75 / 1.829 = 0.957): a recipe with
+ * 1x128 activation and 128x128 weight scales has its FP8 GEMMs rated at 0.96 of the per-tensor rate on SM 9.0; its BF16
+ * GEMMs, a per-tensor recipe, the same recipe on SM 10.0 (Blackwell's block-scaled path is MXFP8's), an explicit
+ * --eff-fp8 and a recipe with only one of the two granularities keep the full rate. */
+static void test_gemm_blockwise_hopper(void)
+{
+    CHECK_NEAR(arch_blockwise_gemm_rel_sm90, 0.96, 0);
+    GpuSpec g;
+    PlanInput it = hopper(&g), ib = it;
+    Recipe t = fx_te_recipe("te", 0), b = t;
+    b.gemm_bwd = DT_E4M3, b.scaling = SCALING_CURRENT, b.act_gran = GRAN_1X128, b.weight_gran = GRAN_128X128;
+    it.recipe = &t, ib.recipe = &b;
+    GemmGpu gt, gb;
+    gemm_gpu_init(&it, &gt), gemm_gpu_init(&ib, &gb);
+    CHECK(plan_block_gemm(&ib) && !plan_block_gemm(&it));
+    /* one SM's FP8 rate: 1300e12 x 0.96 x (1 + 256/2048) / 132 = 1404e12 / 132 */
+    CHECK_REL(gb.sm_rate8, 1404e12 / 132, 1e-12);
+    CHECK_REL(gt.sm_rate8, 1300e12 * 1.125 / 132, 1e-12);
+    CHECK_REL(gb.sm_rate16, gt.sm_rate16, 1e-15);
+    /* FP8 4096^3: 4 waves of 285,212,672 FLOPs (test_gemm_waves) at 1404e12 / 132 per SM: 1,140,850,688 x 132 /
+     * 1404e12 = 150,592,290,816 / 1.404e15 = 1.0725946639e-4 s (per-tensor 1.029690877e-4 s; HBM 2.5e-5 s, below) */
+    CHECK_REL(gemm_time(&gb, 4096, 4096, 4096, 1, 1, 2), 1.0725946639e-4, 1e-9);
+    CHECK_REL(gemm_time(&gt, 4096, 4096, 4096, 1, 1, 2), 1.029690877e-4, 1e-9);
+    g.sm = 100;
+    gemm_gpu_init(&it, &gt), gemm_gpu_init(&ib, &gb);
+    CHECK(!plan_block_gemm(&ib));
+    CHECK_REL(gb.sm_rate8, gt.sm_rate8, 1e-15);
+    g.sm = 90;
+    ib.eff_gemm_fp8 = it.eff_gemm_fp8 = 0.5;
+    gemm_gpu_init(&it, &gt), gemm_gpu_init(&ib, &gb);
+    CHECK_REL(gb.sm_rate8, gt.sm_rate8, 1e-15);
+    ib.eff_gemm_fp8 = it.eff_gemm_fp8 = 0;
+    b.weight_gran = GRAN_TENSOR;
+    gemm_gpu_init(&it, &gt), gemm_gpu_init(&ib, &gb);
+    CHECK_REL(gb.sm_rate8, gt.sm_rate8, 1e-15);
+}
+
 static void test_gemm_ampere_and_overrides(void)
 {
     GpuSpec g;
@@ -281,6 +319,7 @@ static void test_tp_overlap(void)
 int main(void)
 {
     RUN(test_gemm_waves);
+    RUN(test_gemm_blockwise_hopper);
     RUN(test_gemm_ampere_and_overrides);
     RUN(test_attention_curves);
     RUN(test_nccl_alpha_beta);
