@@ -191,7 +191,16 @@ static int etp_rows(const Plan *p, const Measurement *ms, const RankData *rd, in
 
 int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
 {
-    if (comm->rank != 0 || !rd->ep_rows) return 0;
+    if (comm->rank != 0) return 0;
+    if (!rd->ep_rows) { /* ep 1 x etp > 1: the experts' rows are the arena's (model_etp_arena); what stays outside */
+        uint64_t any = 0;
+        for (int r = 0; rd->outside && r < rd->n; r++) any |= rd->outside[r];
+        if (any)
+            outside_line(rd,
+                         "of expert-parallel buffers outside the arena, not in the plan's\n"
+                         "  terms: its experts' row counts (and delayed scaling's expert amax records to reduce)\n");
+        return 0;
+    }
     EpRouted up, pl, me;
     Err e;
     int bad = 0;

@@ -147,8 +147,8 @@ typedef struct {
     void *x_in;        /* (R, C) the dispatched expert inputs */
     void *x_fc1;       /* (R, k·Fe) the experts' FC1 output */
     void *x_fc2in;     /* (R, Fe) the experts' activation output = FC2 input */
-    /* expert tensor parallelism at ep 1 (model_etp_arena): x_in, x_fc1 and x_fc2in are the experts' side, the
-     * ETP group's etp·R rows at the rank's Fe/etp columns */
+    /* expert tensor parallelism at ep 1 (model_etp_arena): x_in, x_fc1 and x_fc2in (FP8: x_fc1, q_xin, q_xh and
+     * their tiles) are the experts' side, the ETP group's etp·R rows at the rank's Fe/etp columns */
     void *y_tok; /* (R, C) expert or expert tensor parallelism: the experts' outputs back at their token copies, kept
                     for the combine weights' gradient (one rank recomputes them) */
     /* FP8 recipes save the experts' GEMM inputs as transposed FP8 copies instead of x_in / x_fc2in

@@ -321,12 +321,13 @@ static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) 
  * (dropless). */
 static inline uint64_t model_moe_tokens(const Model *m) { return model_sp_tokens(m); }
 static inline uint64_t model_moe_rows(const Model *m) { return model_moe_tokens(m) * m->spec.experts_per_token; }
-/* Expert tensor parallelism at ep 1 with BF16/FP32 experts: every ETP peer routes its R rows and the group gathers
- * them, etp·R rows exactly whatever the routing, so the experts' side lives in the arena at those rows as the plan
- * counts it (the saved x_in, x_fc1, x_fc2in; the working rows x_y, x_dy, x_dh2, x_dh1; model_moe_saved,
- * model_moe_transient). Elsewhere with experts on other ranks (ep > 1: the rows follow the routing; FP8 experts) the
- * experts' side is the EP buffers outside the arena (model_ep_create). */
-static inline int model_etp_arena(const Model *m) { return m->ep == 1 && m->etp > 1 && !recipe_fp8_gemm(&m->recipe); }
+/* Expert tensor parallelism at ep 1: every ETP peer routes its R rows and the group gathers them, etp·R rows
+ * exactly whatever the routing, so the experts' side lives in the arena at those rows as the plan counts it (the
+ * saved x_in, x_fc1, x_fc2in, or under an FP8 recipe x_fc1 and the transposed FP8 copies q_xin, q_xh with their
+ * tiles; the working rows x_y, x_dy, x_dh2, x_dh1, x_h and the FP8 copies t_qrow, d_qrow, d_qcol; model_moe_saved,
+ * model_moe_transient, model_layout.c). At ep > 1 (the rows follow the routing) the experts' side is the EP
+ * buffers outside the arena (model_ep_create). */
+static inline int model_etp_arena(const Model *m) { return m->ep == 1 && m->etp > 1; }
 /* The rows of the arena's expert tensors: the ETP group's under model_etp_arena, else the rank's own R. */
 static inline uint64_t model_moe_xrows(const Model *m)
 {

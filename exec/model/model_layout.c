@@ -362,8 +362,9 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     if (m->tp > 1) /* TP: each rank's tokens tiled from their first (model_tp_block_dy_col) */
         dqc_s = max2(dqc_s, m->tp * blocks_of(r->act_gran, dwide, model_sp_tokens(m)));
     for (uint32_t l = 0; l < s->layers; l++)
-        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c, model_moe_block.c): R rows */
-            uint64_t R = model_moe_rows(m), Fe = model_xffn(m), dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));
+        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c, model_moe_block.c): R rows, the
+                                        ETP group's at ep 1 x etp > 1 (model_etp_arena) */
+            uint64_t R = model_moe_xrows(m), Fe = model_xffn(m), dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));
             qrow = max2(qrow, R * max2(C, Fe));
             dq = max2(dq, R * dmax);
             qrow_s = max2(qrow_s, max2(blocks_of(r->act_gran, R, C), blocks_of(r->act_gran, R, Fe)));

@@ -112,17 +112,17 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     const int f8 = recipe_fp8_gemm(r); /* model_moe_check: FP8 inputs saved in FP8 */
     if (!model_ffn_of(m, l) || f8)     /* no shared FC1 saves norm 2's output in BF16: the router's own copy */
         arena_add(sp, MT_ACT_MOE, A, BT * C, la ? &la->r_in : NULL, "router.input", li);
-    /* block scaling: the transposed copies' tiles, at most (this rank's experts: with ep > 1 the experts' side
-     * holds its own in the EP buffers, and these are the plan's per-GPU rows) */
-    const uint64_t nt = model_moe_tiles(R, E / m->ep);
-    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
-    if (f8 && exec_block_scaled(r))
-        arena_add(sp, MT_ACT_MOE, DT_FP32, C * nt, la ? &la->q_xin_s : NULL, "experts.input.fp8_col.scale_inv", li);
     /* the experts' side at ep 1 x etp > 1 (model_etp_arena: the ETP group's rows), else this rank's rows */
     const uint64_t X = model_moe_xrows(m);
+    /* block scaling: the transposed copies' tiles, at most (this rank's experts: with ep > 1 the experts' side
+     * holds its own in the EP buffers, and these are the plan's per-GPU rows) */
+    const uint64_t nt = model_moe_tiles(X, E / m->ep);
+    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, C * X, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
+    if (f8 && exec_block_scaled(r))
+        arena_add(sp, MT_ACT_MOE, DT_FP32, C * nt, la ? &la->q_xin_s : NULL, "experts.input.fp8_col.scale_inv", li);
     if (!f8) arena_add(sp, MT_ACT_MOE, A, X * C, la ? &la->x_in : NULL, "experts.input", li);
     arena_add(sp, MT_ACT_MOE, A, X * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
-    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
+    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * X, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
     if (f8 && exec_block_scaled(r))
         arena_add(sp, MT_ACT_MOE, DT_FP32, Fe * nt, la ? &la->q_xh_s : NULL, "experts.fc2_input.fp8_col.scale_inv", li);
     if (!f8) arena_add(sp, MT_ACT_MOE, A, X * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);

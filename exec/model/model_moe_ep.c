@@ -32,8 +32,11 @@
  * (model_etp_arena) it holds etp·R rows exactly, and those tensors are the arena's, as the plan counts them: the
  * saved inputs and outputs a layer's (la->x_in, x_fc1, x_fc2in), the experts' outputs, then their output and input
  * gradients, in x_y, d(activation) and d(FC1 output) in x_dh2 and x_dh1, the gathered and reduce-scattered rows in
- * etp_rows (forward) and x_dy (backward). The outputs kept at the token copies are the arena's at any layout
- * (la->y_tok). */
+ * etp_rows (forward) and x_dy (backward). FP8 experts alike (model_etp_arena covers every recipe): the layer's
+ * x_fc1 and transposed FP8 inputs q_xin, q_xh (with their tiles), the gathered rows cast then spent in x_y, the
+ * activation's output in x_h and the FP8 working copies t_qrow, d_qrow, d_qcol (model_layout.c); outside the arena
+ * only the row counts (dcounts) and delayed scaling's amax buffer, reported at ep 1 too. The outputs kept at the
+ * token copies are the arena's at any layout (la->y_tok). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,14 +135,22 @@ Status model_ep_create(Model *m, Err *e)
     }
     const int f8 = recipe_fp8_gemm(&m->recipe); /* per-tensor scales only (model_moe_check) */
     const uint64_t qw = C > Fe ? C : Fe, dmax = qw > kf * Fe ? qw : kf * Fe;
-    if (!st && f8) st = ep_alloc(m, p, cap * qw, (void **)&p->t_q, e);
-    if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qrow, e);
-    if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qcol, e);
     const int blk = exec_block_scaled(&m->recipe); /* 1x128 tiles: rows x ceil(cols/128), transposed per expert */
     const uint64_t xt = model_moe_tiles(cap, El), t1 = (qw + 127) / 128, td = (dmax + 127) / 128;
-    if (!st && blk) st = ep_alloc(m, p, cap * t1 * 4, (void **)&p->t_q_s, e);
-    if (!st && blk) st = ep_alloc(m, p, cap * td * 4, (void **)&p->d_qrow_s, e);
-    if (!st && blk) st = ep_alloc(m, p, dmax * xt * 4, (void **)&p->d_qcol_s, e);
+    if (!st && f8 && in_arena) { /* the arena's FP8 copies (model_layout.c), sized for the group's cap rows */
+        const ModelActs *a = &m->act;
+        p->t_q = a->t_qrow, p->d_qrow = a->d_qrow, p->d_qcol = a->d_qcol;
+        p->t_q_s = a->t_qrow_s, p->d_qrow_s = a->d_qrow_s, p->d_qcol_s = a->d_qcol_s;
+        if (!p->t_q || !p->d_qrow || !p->d_qcol || (blk && (!p->t_q_s || !p->d_qrow_s || !p->d_qcol_s)))
+            st = err_set(e, ST_SOFTWARE, "expert tensor parallelism: no FP8 expert copies in the arena");
+    } else if (f8) {
+        if (!st) st = ep_alloc(m, p, cap * qw, (void **)&p->t_q, e);
+        if (!st) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qrow, e);
+        if (!st) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qcol, e);
+        if (!st && blk) st = ep_alloc(m, p, cap * t1 * 4, (void **)&p->t_q_s, e);
+        if (!st && blk) st = ep_alloc(m, p, cap * td * 4, (void **)&p->d_qrow_s, e);
+        if (!st && blk) st = ep_alloc(m, p, dmax * xt * 4, (void **)&p->d_qcol_s, e);
+    }
     if (!st && f8 && m->recipe.scaling == SCALING_DELAYED)
         st = ep_alloc(m, p, (uint64_t)m->moe_layers * 4 * El * sizeof(float), (void **)&p->amax, e);
     if (!st && model_moe_ep_fp8_dispatch(m)) { /* at ep > 1 only: at ep 1 x etp > 1 nothing is dispatched */
@@ -158,6 +169,7 @@ Status model_ep_create(Model *m, Err *e)
         if (!st && !in_arena) st = ep_alloc(m, p, cap * kf * Fe * eb, &L->x_fc1, e);
         if (!st && !in_arena) st = ep_alloc(m, p, cap * Fe * eb, &L->x_fc2in, e);
         if (!st) st = ep_alloc(m, p, El * sizeof(int32_t), (void **)&L->dcounts, e);
+        if (in_arena) continue; /* the FP8 copies saved too: the layer's (model_ep_dispatch) */
         if (!st && f8) st = ep_alloc(m, p, cap * C, (void **)&L->q_xin, e);
         if (!st && f8) st = ep_alloc(m, p, cap * Fe, (void **)&L->q_xh, e);
         if (!st && blk) st = ep_alloc(m, p, C * xt * 4, (void **)&L->q_xin_s, e);
@@ -410,7 +422,14 @@ Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *
     EpLayer *L = ep_layer(m, l);
     MoeEp *p = m->moe_ep;
     L->y_tok = la->y_tok; /* the arena's: this slot's layer (a pipeline's micro-batch in flight) */
-    if (model_etp_arena(m)) L->x_in = la->x_in, L->x_fc1 = la->x_fc1, L->x_fc2in = la->x_fc2in;
+    if (model_etp_arena(m) && !recipe_fp8_gemm(&m->recipe))
+        L->x_in = la->x_in, L->x_fc1 = la->x_fc1, L->x_fc2in = la->x_fc2in;
+    else if (model_etp_arena(m)) { /* FP8: the gathered rows cast, then spent, in x_y (the outputs after them, as
+                                      one rank's permuted rows); the activation's output before its cast in x_h;
+                                      the layer's FC1 output and transposed FP8 inputs saved */
+        L->x_in = m->act.x_y, L->x_fc1 = la->x_fc1, L->x_fc2in = m->act.x_h;
+        L->q_xin = la->q_xin, L->q_xh = la->q_xh, L->q_xin_s = la->q_xin_s, L->q_xh_s = la->q_xh_s;
+    }
     Status st = exchange_counts(m, L, la, e);
     if (!st && p->pay)
         st = to_experts_fp8(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, p->t_q, p->t_q_s, e);

@@ -119,9 +119,9 @@
 # tp 1, 1.3e-5 at tp 2, 4.4e-6 tiny-ds-kv2, 8.8e-6 tiny-ds-256 at its real 256 experts, 1.3e-5 tiny-moe-vkv2 at
 # Mixtral's vocabulary; a near tie of MoE layer 1 routes one copy differently at tp 1, measured). The MTP depth's
 # loss within 1e-4 at step 1 (measured 9.5e-6). At ep 1 the group's rows are etp x tokens x top-k whatever the
-# routing, and with BF16/FP32 experts they are the arena's (exec/model/model_internal.h model_etp_arena): every
-# megatron-bf16 row at ep 1 holds act_moe as planned byte for byte, and the tiny-moe rows the transient too (tiny-moe
-# and tiny-moe-v at tp 1, the latter's LM-head backward with the experts' outputs at the group's rows beside it;
+# routing, and they are the arena's (exec/model/model_internal.h model_etp_arena; FP8 experts' transposed FP8 inputs,
+# tiles and working copies too): every row at ep 1 but fp32-ref's holds act_moe as planned byte for byte, and the
+# tiny-moe rows the transient too (tiny-moe and tiny-moe-v at tp 1, the latter's LM-head backward with the experts' outputs at the group's rows beside it;
 # tiny-ds-256 at its 256 experts, step 1 measured 5.1e-7; tiny-moe-v 6.4e-7).
 # FP8 experts over ETP ranks (the te-fp8, te-fp8-current and deepseek-v3 --etp rows): as Megatron-Core's all-to-all
 # dispatcher, the gather moves the rows as the dispatch delivered them (BF16 under the per-tensor recipes, which
@@ -132,7 +132,9 @@
 # ranks: 'd'/'c' 2^-3, 'b' 2 x (2^-4 + 2^-6) (measured 7.5e-5 te-fp8 ep 1, 1.5e-4 over 2 stages at tp 2, 2.0e-4
 # te-fp8-current ep 2, 1.5e-4 tiny-ds-256 te-fp8, 2.9e-5 deepseek-v3 ep 1 with MTP, 4.4e-5 ep 2, 1.0e-6
 # tiny-ds-256). A NaN or Inf in a partial sum stops every rank under each FP8 recipe too (the fault loop).
-# tier: full (make test-full, which .ci/run runs): 165 mpirun runs (2 --etp 2 rows at ep 1 added, 3 m 06 s for the
+# tier: full (make test-full, which .ci/run runs): 167 mpirun runs (2 FP8 --etp 2 rows at ep 1 added, tiny-moe under
+# te-fp8 and deepseek-v3: the 13 ep 1 --etp rows without --zero with their one-rank runs took 39 s at load 4-7; before
+# 165: 2 --etp 2 rows at ep 1 added, 3 m 06 s for the
 # 25 --etp rows with their one-rank runs at load 11; before 163: 7 with two MTP depths, about 5 m of them at
 # load 16-21 with their one-rank runs; 7 FP8 --etp 2 rows, 3 FP8 fault runs and a scaling trace added, 2 refusals
 # gone: the 7 rows and the 6 ETP fault runs took 1 m 05 s at load 28); before 147 (16 with --etp 2, about 2 m 30 s
@@ -295,15 +297,24 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
         "tp_norm_grad_allreduce.calls +calls +1 +1 +per step"
     [ -n "$etp" ] && [ "$ep" = 1 ] && expect_line "$tag: the ETP gather as planned (every member's tokens x top-k)" \
         "  etp_allgather( +[0-9]+){3} +$k/$k +exact"
-    # ep 1 x etp 2 with BF16 experts: the experts' side in the arena at the ETP group's rows (see "Expert tensor
-    # parallelism" above): act_moe the plan's byte for byte, and the transient where its peak is the MoE layer's or the
-    # LM head's (the tiny-moe rows; tiny-ds-256's is 8,192 B under the plan on one rank too, not ETP's)
-    if [ -n "$etp" ] && [ "$ep" = 1 ] && [ "$recipe" = megatron-bf16 ]; then
+    # ep 1 x etp 2: the experts' side in the arena at the ETP group's rows (see "Expert tensor parallelism" above),
+    # BF16 experts and FP8 ones (their transposed FP8 inputs, 1x128 tiles and working FP8 copies at those rows too):
+    # act_moe the plan's byte for byte, and the transient where its peak is the MoE layer's or the LM head's (the
+    # tiny-moe rows; tiny-ds-256's is 8,192 B under the plan on one rank too, tiny-mtp's under it with latent
+    # attention, not ETP's); fp32-ref's activations are FP32 where the plan counts BF16 (its rows exit 1, above)
+    if [ -n "$etp" ] && [ "$ep" = 1 ] && [ "$recipe" != fp32-ref ]; then
         held() { awk -v t="$1" '$1 == "memory" && $2 == t { print $4 " " $5; exit }' "$TMP/out"; }
         expect_eq "$tag: act_moe planned and held alike" "$(held act_moe | awk '{ print ($1 == $2) }')" 1
         case $model in tiny-moe*) expect_eq "$tag: the transient planned and held alike" \
             "$(held transient | awk '{ print ($1 == $2) }')" 1 ;;
         esac
+    fi
+    # what stays outside the arena at ep 1 x etp 2, printed as at ep > 1: tiny-moe's per-expert row counts, 2 MoE
+    # layers x 8 int32 = 64 B, and under te-fp8 (delayed scaling) the expert amax records' reduction buffer, 2 layers
+    # x 4 records x 8 experts x 4 B = 256 B: 320
+    if [ -n "$etp" ] && [ "$ep" = 1 ] && [ "$model" = tiny-moe ]; then
+        ob=64; [ "$recipe" = te-fp8 ] && ob=320
+        expect_out "$tag: the buffers outside the arena, by hand" "each rank also holds $ob B of expert-parallel buffers"
     fi
     if [ "$ep" = 1 ]; then # data parallelism alone: the EDP group is every rank of the stage
         [ "$tp" = 1 ] || expect_line "$tag: the router's gradient with the norms' over TP" \
@@ -440,6 +451,8 @@ done 3<<'EOF'
 4|2|tiny-moe-kv2|te-fp8-current|3|0|c|1|--etp 2
 4|2|tiny-ds-256|te-fp8|2|0|d|2|--etp 2
 2|1|tiny-mtp|deepseek-v3|2|0|b|1|--etp 2
+2|1|tiny-moe|te-fp8|3|0|d||--etp 2
+2|1|tiny-moe|deepseek-v3|3|0|b||--etp 2
 4|2|tiny-moe-kv2|deepseek-v3|2|0|b|1|--etp 2
 4|2|tiny-ds-256|deepseek-v3|2|0|b|1|--etp 2
 2|2|tiny-moe|fp32-ref|5|1|1

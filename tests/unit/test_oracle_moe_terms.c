@@ -497,21 +497,25 @@ static void test_router_dscores_by_stack(void)
  * 2 = 524,288 more: 1,863,712. At ep 1 x etp 2 (dp 2) the experts hold the ETP group's 2,048 rows at FFN 64: inputs
  * 1,048,576, FC1's output 2,048 x 128 x 2 = 524,288, FC2's input 2,048 x 64 x 2 = 262,144; Megatron-Core's rows
  * 2,048 x 12 = 24,576 (1,884,160 in all), this executor's routing data as at etp 1 and the kept outputs:
- * 2,388,000. */
+ * 2,388,000. FP8 experts (a delayed-scaling E4M3 recipe, per-tensor scales) at ep 1 x etp 2 as Transformer Engine's
+ * grouped linears keep them after the ETP gather, and as this executor now holds them in its arena at the group's
+ * rows (exec/model/model_moe.c model_moe_saved; tests/cli/mpi_ep.sh checks planned = held): the dispatched inputs'
+ * transposed E4M3 copy 2,048 x 256 x 1 = 524,288 instead of 1,048,576, FC2's input 2,048 x 64 x 1 = 131,072 instead
+ * of 262,144, FC1's output BF16 as before, and the router's input of its own, 512 x 256 x 2 = 262,144 (an FP8 FC1
+ * saves no BF16 copy to share): 2,388,000 - 524,288 - 131,072 + 262,144 = 1,994,784. */
 static void test_routing_data_by_stack(void)
 {
     static const struct {
         KernelFusion fusion;
         uint32_t ep, etp, dp;
+        int fp8;
         uint64_t want;
-    } rows[] = {{FUSE_TE, 1, 1, 1, 1347584},
-                {FUSE_FP8PLAN, 1, 1, 1, 1339424},
-                {FUSE_FP8PLAN, 2, 1, 2, 1863712},
-                {FUSE_TE, 1, 2, 2, 1884160},
-                {FUSE_FP8PLAN, 1, 2, 2, 2388000}};
+    } rows[] = {{FUSE_TE, 1, 1, 1, 0, 1347584},      {FUSE_FP8PLAN, 1, 1, 1, 0, 1339424},
+                {FUSE_FP8PLAN, 2, 1, 2, 0, 1863712}, {FUSE_TE, 1, 2, 2, 0, 1884160},
+                {FUSE_FP8PLAN, 1, 2, 2, 0, 2388000}, {FUSE_FP8PLAN, 1, 2, 2, 1, 1994784}};
     GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("bf16", 0);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        Recipe r = rows[i].fp8 ? fx_te_recipe("te", 0) : fx_bf16_recipe("bf16", 0);
         ModelSpec m = ox_moe(512);
         PlanInput in = fx_input(&m, &g, &r);
         in.fusion = rows[i].fusion, in.ep = rows[i].ep, in.etp = rows[i].etp, in.dp = rows[i].dp, in.gbs = rows[i].dp;
