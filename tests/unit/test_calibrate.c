@@ -23,7 +23,9 @@ static void test_busbw(void)
     CHECK_REL(cal_allreduce_busbw(1000000, 2, 1e-3), 1e9, 1e-15);
     /* 8e6 bytes over 4 ranks in 12 ms: 8e6 x 2 x 3/4 = 1.2e7 bus bytes / 0.012 s = 1e9 B/s */
     CHECK_REL(cal_allreduce_busbw(8000000, 4, 0.012), 1e9, 1e-15);
-    CHECK_NEAR(cal_allreduce_busbw(1000, 1, 1e-3), 0, 0); /* one rank moves nothing */
+    CHECK_NEAR(cal_allreduce_busbw(1000, 1, 1e-3), 0, 0);  /* one rank moves nothing */
+    CHECK_NEAR(cal_allreduce_busbw(1000, 0, 1e-3), 0, 0);  /* no ranks */
+    CHECK_NEAR(cal_allreduce_busbw(1000, -1, 1e-3), 0, 0); /* a negative count is no count (not 2^64 - 1 ranks) */
     CHECK_NEAR(cal_allreduce_busbw(1000, 2, 0), 0, 0);
 }
 
