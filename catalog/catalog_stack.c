@@ -31,7 +31,8 @@
     X(calibrated, YESNO, calibrated, 0, 0, "")                  \
     X(source, TEXT, source, 0, 0, "")                           \
     X(alias, OPT_NAME, alias, 0, 0, "?")                        \
-    X(expert_tp, EXPERT_TP, expert_tp, 0, 0, "?")
+    X(expert_tp, EXPERT_TP, expert_tp, 0, 0, "?")               \
+    X(permute_fusion, YESNO_OR_NO, permute_fusion, 0, 0, "?")
 
 const char *const catalog_stack_columns = &(STACK_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 

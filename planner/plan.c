@@ -46,6 +46,7 @@ void plan_input_use_stack(PlanInput *in, const StackSpec *s)
     in->main_grad = s->main_grad;
     in->fp8_weight_cache = s->fp8_weight_cache;
     in->fusion = s->fusion;
+    in->permute_fusion = s->permute_fusion;
     in->grad_acc_fusion = s->fusion == FUSE_TE;
     in->launch_s = s->launch_s;
     in->host_op_s = s->host_op_s, in->moe_host_ops = s->moe_host_ops, in->expert_host_ops = s->expert_host_ops;

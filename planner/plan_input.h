@@ -87,6 +87,8 @@ typedef struct {
     int fp8_weight_cache;   /* 1: cached FP8 weight copies (once per step); 0: recast per micro-batch */
     int fused_swiglu;       /* 1: SwiGLU saves 6F bytes per token with FC2's input; 0: 8F */
     KernelFusion fusion;    /* memory-bound kernel list */
+    int permute_fusion;     /* MoE token permutation: 1 = Transformer Engine's fused permute, 0 = PyTorch index ops
+                               (the stack's permute_fusion; routed_act counts what each saves for backward) */
     int grad_acc_fusion;    /* te kernels: 1 = weight gradients accumulate into the main gradient in the GEMM epilogue
                                (Megatron --gradient-accumulation-fusion); 0 = a separate add every micro-batch (the
                                compile and eager lists always add with autograd, from the second micro-batch on) */

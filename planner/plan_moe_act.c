@@ -21,7 +21,7 @@
  *              [rows, Fe/etp] (saved dtype) — under --recompute-modules moe_act only
  *              FC1's output, in the saved dtype (DeepSeek-V3 section 3.3.2 caches the
  *              SwiGLU input in FP8 and recomputes its output); per row its fp32 routing
- *              weight and two int32 permutation maps. The routing weights multiply the
+ *              weight, and the permutation's saved maps by stack (routed_act). The routing weights multiply the
  *              activation output (Megatron-Core's TEGroupedMLP weighted SwiGLU), so their
  *              gradient comes from FC2's backward and no expert output is kept. This
  *              executor's stack (fusion fp8plan) combines with the [tok_r, top-k] weights
@@ -134,8 +134,33 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, ui
          * rank recomputes them (model_ep_combine: a second combine would be a collective the plan has not) */
         b = ck_add(ck, b, ck_add(ck, ck_mul3(ck, tr, x->topk, 12), ck_mul(ck, x->E, 4)));
         if (x->ep * x->etp > 1) b = ck_add(ck, b, ck_mul(ck, ck_mul(ck, tr, x->topk), ck_mul(ck, h, 2)));
-    } else { /* Megatron-Core: each row's routing weight (its weighted SwiGLU's input), two int32 permutation maps */
-        b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8));
+    } else {
+        /* Megatron-Core's alltoall dispatcher (core_v0.15.3 token_dispatcher.py, moe_utils.py permute / unpermute /
+         * sort_chunks_by_idxs). Every row keeps its fp32 routing weight, the weighted SwiGLU's input (4 B). Fused
+         * (--moe-permute-fusion: Transformer Engine v2.6 through v2.12 permutation.py and triton/permutation.py):
+         * the permute saves one int32 row_id_map [tok_r, 2 E + 1] (make_row_id_map), which the combine's unpermute
+         * saves again (the same tensor); with more than one local expert the dispatch's and the combine's chunk
+         * sorts each save an int32 map over the rows they reorder (make_chunk_sort_map), 2 x 4 B a row. Unfused:
+         * tokens.index_select saves the int64 sorted_indices [tok_r x top-k] (the combine's scatter_add_ saves a
+         * view of the same tensor), and probs.T.contiguous().masked_select(routing_map) saves its input, the fp32
+         * probabilities transposed [experts, tok_r], and the bool mask [experts, tok_r] (PyTorch derivatives.yaml:
+         * masked_select_backward(grad, self, mask)), 5 B a (token, expert); the chunk sorts (torch.split and cat)
+         * save nothing. (TE v2.1 through v2.5 kept an int64 row_id_map [experts, tok_r] instead.) Which one a stack
+         * runs is its permute_fusion column: megatron-core's yes, as Megatron-Bridge's MoE providers and recipes set
+         * moe_permute_fusion (v0.2.0 models/deepseek/deepseek_provider.py, True with TE >= 2.1;
+         * recipes/deepseek/deepseek_v3.py; models/qwen/qwen_provider.py Qwen3MoEModelProvider); megatron-lm's no,
+         * --moe-permute-fusion being store_true (megatron/training/arguments.py, TransformerConfig False). */
+        b = ck_add(ck, b, ck_mul(ck, rows, 4));
+        if (in->fusion != FUSE_TE) {
+            /* the compile and eager stacks (torchtitan, llm-foundry, DeepSpeed) reorder tokens with their own code,
+             * not read here: they keep the count this plan gave every non-executor stack, two int32 maps a row */
+            b = ck_add(ck, b, ck_mul(ck, rows, 8));
+        } else if (in->permute_fusion) {
+            b = ck_add(ck, b, ck_mul3(ck, tr, 2 * (uint64_t)x->E + 1, 4));
+            if (x->El > 1) b = ck_add(ck, b, ck_mul(ck, rows, 8));
+        } else {
+            b = ck_add(ck, b, ck_add(ck, ck_mul3(ck, tr, x->topk, 8), ck_mul3(ck, tr, x->E, 5)));
+        }
     }
     *off = 0;
     if ((in->offload_mods & OFFLOAD_MOD_EXPERT_FC1) && ck_mul(ck, rows, h) >= OFFLOAD_MIN_ELEMS) *off = fc1_in;

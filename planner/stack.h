@@ -71,8 +71,10 @@ typedef struct {
     int calibrated;       /* 0: the efficiency values are not yet measured on a GPU (fp8plan before calibrate) */
     char source[STACK_SOURCE_MAX];
     char alias[SPEC_NAME_MAX]; /* a second name that says what the row is (optional column; "" none) */
-    int expert_tp; /* 1: a MoE plan's --etp defaults to its --tp (Megatron-Core: expert_tensor_parallel_size None
+    int expert_tp;      /* 1: a MoE plan's --etp defaults to its --tp (Megatron-Core: expert_tensor_parallel_size None
                       becomes tensor_model_parallel_size); 0: to 1 (optional column expert_tp: tp | 1, blank 1) */
+    int permute_fusion; /* 1: MoE token permutation runs Transformer Engine's fused permute (Megatron-Core
+                           --moe-permute-fusion); 0: PyTorch index ops (optional column permute_fusion, blank no) */
 } StackSpec;
 
 /* "megatron-core (nvidia-recipes)": the row's name and, where it has one, the alias that says what it is;

@@ -242,7 +242,7 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
     } else {
         put_quoted(&b, s->source);
     }
-    put(&b, ",%s,%s", s->alias, s->expert_tp ? "tp" : "1");
+    put(&b, ",%s,%s,%s", s->alias, s->expert_tp ? "tp" : "1", yes(s->permute_fusion));
     return done(&b, "stacks.csv", e);
 }
 

@@ -141,17 +141,18 @@ static void test_moe_activations(void)
     /* rows per rank per micro-batch = etp x tok_r x top-k x f = 1 x 512 x 2 x 1 = 1024. One MoE layer:
      * router probabilities 512 x 8 x 4 = 16,384, top-k indices and weights 512 x 2 x 8 = 8,192 (its BF16
      * input is the shared FC1's saved input: not again), dispatched FC1 inputs 1024 x 256 x 2 = 524,288, FC1
-     * output 1024 x 256 x 2 = 524,288, FC2 input 1024 x 128 x 2 = 262,144, per row 12 B: 12,288. Sum 1,347,584;
-     * one MoE layer in flight (pp 1: both layers of one micro-batch). */
-    CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 1347584);
-    /* twice the imbalance: the rows double (all but the router's 24,576) */
+     * output 1024 x 256 x 2 = 524,288, FC2 input 1024 x 128 x 2 = 262,144, per row its fp32 weight 4,096, and the
+     * unfused permute's int64 indices 512 x 2 x 8 = 8,192 and masked_select's probabilities and mask 512 x 8 x 5 =
+     * 20,480 (routed_act). Sum 1,368,064; one MoE layer in flight (pp 1: both layers of one micro-batch). */
+    CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 1368064);
+    /* twice the imbalance: the rows double (all but the per-token 24,576 + 8,192 + 20,480 = 53,248) */
     in.moe_imbalance = 2;
     Plan p2 = ox_build(&in);
-    CHECK_EQ_U64(p2.mem[MT_ACT_MOE].bytes, 24576 + 2 * (1347584 - 24576));
+    CHECK_EQ_U64(p2.mem[MT_ACT_MOE].bytes, 53248 + 2 * (1368064 - 53248));
     /* moe_act recompute keeps FC1's output only (in the saved dtype, BF16 here): less FC2's input 262,144 */
     in.moe_imbalance = 1, in.recompute_mods = RECOMPUTE_MOD_MOE_ACT;
     Plan p3 = ox_build(&in);
-    CHECK_EQ_U64(p3.mem[MT_ACT_MOE].bytes, 1347584 - 262144);
+    CHECK_EQ_U64(p3.mem[MT_ACT_MOE].bytes, 1368064 - 262144);
     /* full recompute keeps each layer's input only */
     in.recompute_mods = 0, in.recompute = RECOMPUTE_FULL;
     Plan p4 = ox_build(&in);

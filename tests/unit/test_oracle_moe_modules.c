@@ -29,17 +29,18 @@ static int build(const PlanInput *in, Plan *p)
  *                         919,552
  *   routed (act_moe)      probabilities T E 4 = 16,384, top-k T k 8 = 8,192 (the router's input is the shared
  *                         FC1's), dispatched inputs R h 2 = 524,288, FC1 output R 2Fe 2 = 524,288, FC2 input R Fe 2
- *                         = 262,144, per row 12 B = 12,288: 1,347,584
+ *                         = 262,144, per row its weight R 4 = 4,096, the unfused permute's int64 indices T k 8 =
+ *                         8,192 and masked_select's probabilities and mask T E 5 = 20,480: 1,368,064
  *   dense FFN part        norm 264,192, FC1 output T 1024 2 = 1,048,576, FC1 input 262,144, FC2 input T 512 2 =
  *                         524,288: 2,099,200
  *   layernorm       the shared FC1's BF16 input (norm2's output) goes: hp -262,144
  *   shared_experts  FC1 output and FC2 input go (their input stays: the module's input): hp -393,216
  *   moe             the FFN part keeps norm2's input, statistics and output: 919,552 - 526,336 = hp -393,216;
- *                   act_moe -1,347,584; the transient adds what one layer rebuilds, 919,552 + 1,347,584 -
- *                   526,336 = 1,740,800, to the MoE layer's working set 3,846,144 (test_zero3_gathers_the_
- *                   larger_kind; above the loss's 3,072,000, so the transient without a module): 5,586,944
- *   moe,layernorm   norm2's output goes too: hp -655,360; the layer rebuilds 919,552 + 1,347,584 - 264,192 =
- *                   2,002,944 (norm2's output once among it): transient 3,846,144 + 2,002,944 = 5,849,088
+ *                   act_moe -1,368,064; the transient adds what one layer rebuilds, 919,552 + 1,368,064 -
+ *                   526,336 = 1,761,280, to the MoE layer's working set 3,846,144 (test_zero3_gathers_the_
+ *                   larger_kind; above the loss's 3,072,000, so the transient without a module): 5,607,424
+ *   moe,layernorm   norm2's output goes too: hp -655,360; the layer rebuilds 919,552 + 1,368,064 - 264,192 =
+ *                   2,023,424 (norm2's output once among it): transient 3,846,144 + 2,023,424 = 5,869,568
  *   mlp             the dense FFN keeps its input T h 2 = 262,144: hp -1,837,056; transient: the dense working
  *                   set dX, d(residual) 524,288 + d(FC1 output) T 1024 2 = 1,048,576 + SwiGLU's d(output) T 512 2 =
  *                   524,288 = 2,097,152, + 1,837,056 = 3,934,208 (now above the MoE layer's)
@@ -54,7 +55,7 @@ static int build(const PlanInput *in, Plan *p)
  *   shared_experts  hp -262,144 (FC1 output), FP8 -(T h + T Fs) = -196,608; transient + 458,752 = 5,091,328
  *   moe             hp unchanged (the module keeps norm2's output, which the router held in act_moe), FP8
  *                   -196,608, act_moe -(16,384 + 8,192 + 262,144 router input + R h 262,144 + 524,288 + R Fe
- *                   131,072 + 12,288) = -1,216,512; rebuilt 196,608 + 1,216,512: transient 6,045,696
+ *                   131,072 + 32,768) = -1,236,992; rebuilt 196,608 + 1,236,992: transient 6,066,176
  *   mlp             hp -(1,048,576 + 2,048) = -1,050,624 (its input, 262,144, stays), FP8 -(T h + T 512) =
  *                   -393,216; the dense layer's set 3,145,728 + 1,443,840 = 4,589,568 stays below the MoE layer's 4,632,576
  * Launches (rates 1e30, 1 us a kernel or GEMM), the forward a module runs again:
@@ -75,13 +76,13 @@ static void test_recompute_modules(void)
     } rows[] = {
         {0, RECOMPUTE_MOD_LAYERNORM, -262144, 0, 0, 0, 4108288, 1},
         {0, RECOMPUTE_MOD_SHARED, -393216, 0, 0, 0, 4239360, 3},
-        {0, RECOMPUTE_MOD_MOE, -393216, 0, -1347584, 0, 5586944, 15},
-        {0, RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_LAYERNORM, -655360, 0, -1347584, 0, 5849088, 16},
+        {0, RECOMPUTE_MOD_MOE, -393216, 0, -1368064, 0, 5607424, 15},
+        {0, RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_LAYERNORM, -655360, 0, -1368064, 0, 5869568, 16},
         {0, RECOMPUTE_MOD_MLP, -1837056, 0, 0, 0, 3934208, 4},
         {0, RECOMPUTE_MOD_CORE_ATTN, 0, 0, 0, -8192, 0, -1}, /* -1: checked against --recompute selective */
         {1, RECOMPUTE_MOD_LAYERNORM, 0, 0, -262144, 0, 4894720, 1},
         {1, RECOMPUTE_MOD_SHARED, -262144, -196608, 0, 0, 5091328, 4},
-        {1, RECOMPUTE_MOD_MOE, 0, -196608, -1216512, 0, 6045696, 18},
+        {1, RECOMPUTE_MOD_MOE, 0, -196608, -1236992, 0, 6066176, 18},
         {1, RECOMPUTE_MOD_MLP, -1050624, -393216, 0, 0, 4632576, 5},
     };
     for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {

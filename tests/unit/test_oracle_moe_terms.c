@@ -486,18 +486,26 @@ static void test_router_dscores_by_stack(void)
 
 /* The routed part's saved routing data by stack (act_moe). ox_moe (one MoE layer: 512 tokens, top-2, 1,024 rows,
  * 8 experts of FFN 128, hidden 256, a shared expert holding norm 2's output, so no router input of its own), BF16,
- * one micro-batch a GPU. Megatron-Core (fusion te) keeps its top-k ids and weights [tok, k] and per row a routing
- * weight (its weighted SwiGLU's input) and two int32 maps: the probabilities 512 x 8 x 4 = 16,384, top-k 512 x 2 x 8
- * = 8,192, the dispatched inputs 1,024 x 256 x 2 = 524,288, FC1's output 1,024 x 256 x 2 = 524,288, FC2's input
- * 1,024 x 128 x 2 = 262,144 and the rows' 1,024 x 12 = 12,288: 1,347,584. This executor (fusion fp8plan,
- * exec/model/model_moe.c model_moe_saved) combines with the [tok, k] weights and keeps per (token, slot) an expert
- * id, a weight and a row map, 512 x 2 x 12 = 12,288, and 8 int32 counts, 32, no top-k pair or row weight besides:
- * 1,339,424 (issue 42: 480 B a layer under the plan at 32 tokens, 8 experts, top-2; now equal). With the experts
- * on other ranks (ep 2, dp 2) it keeps their outputs at the token copies for the weights' gradient, 1,024 x 256 x
- * 2 = 524,288 more: 1,863,712. At ep 1 x etp 2 (dp 2) the experts hold the ETP group's 2,048 rows at FFN 64: inputs
- * 1,048,576, FC1's output 2,048 x 128 x 2 = 524,288, FC2's input 2,048 x 64 x 2 = 262,144; Megatron-Core's rows
- * 2,048 x 12 = 24,576 (1,884,160 in all), this executor's routing data as at etp 1 and the kept outputs:
- * 2,388,000. FP8 experts (a delayed-scaling E4M3 recipe, per-tensor scales) at ep 1 x etp 2 as Transformer Engine's
+ * one micro-batch a GPU. Megatron-Core (fusion te) keeps the probabilities 512 x 8 x 4 = 16,384, top-k ids and
+ * weights 512 x 2 x 8 = 8,192, the dispatched inputs 1,024 x 256 x 2 = 524,288, FC1's output 1,024 x 256 x 2 =
+ * 524,288 and FC2's input 1,024 x 128 x 2 = 262,144 (1,335,296), each row's fp32 routing weight 1,024 x 4 = 4,096
+ * and what its permutation saves (plan_moe_act.c routed_act). Unfused (PyTorch index ops): the int64
+ * sorted_indices 512 x 2 x 8 = 8,192 and masked_select's fp32 probabilities and bool mask [8, 512], 8 x 512 x 5 =
+ * 20,480: 1,335,296 + 4,096 + 28,672 = 1,368,064. Fused (Transformer Engine): the int32 row_id_map [512, 2 x 8 + 1]
+ * 512 x 17 x 4 = 34,816 and, with 8 local experts, the two chunk sorts' int32 maps 1,024 x 8 = 8,192: 1,335,296 +
+ * 4,096 + 43,008 = 1,382,400. At ep 8 (dp 8) one local expert: no chunk sort, 1,335,296 + 4,096 + 34,816 =
+ * 1,374,208. The compile and eager stacks (torchtitan's, not read) keep the earlier count, two int32 maps a row
+ * beside the weight, 1,024 x 12 = 12,288: 1,347,584. This executor (fusion fp8plan, exec/model/model_moe.c model_moe_saved) combines with the [tok, k]
+ * weights and keeps per (token, slot) an expert id, a weight and a row map, 512 x 2 x 12 = 12,288, and 8 int32
+ * counts, 32, no top-k pair or row weight besides: 1,339,424 (issue 42: 480 B a layer under the plan at 32 tokens,
+ * 8 experts, top-2; now equal). With the experts on other ranks (ep 2, dp 2) it keeps their outputs at the token
+ * copies for the weights' gradient, 1,024 x 256 x 2 = 524,288 more: 1,863,712. At ep 1 x etp 2 (dp 2) the experts
+ * hold the ETP group's 2,048 rows at FFN 64: inputs 1,048,576, FC1's output 2,048 x 128 x 2 = 524,288, FC2's
+ * input 2,048 x 64 x 2 = 262,144, with the probabilities and top-k 1,859,584; Megatron-Core's row weights 2,048 x
+ * 4 = 8,192, unfused + 8,192 + 20,480 (the permute runs on the rank's 512 tokens before the all-to-all):
+ * 1,896,448; fused + 34,816 + 2,048 x 8 = 16,384 (the chunk sorts run on the gathered rows): 1,918,976; this
+ * executor's routing data as at etp 1 and the kept outputs: 2,388,000.
+ * FP8 experts (a delayed-scaling E4M3 recipe, per-tensor scales) at ep 1 x etp 2 as Transformer Engine's
  * grouped linears keep them after the ETP gather, and as this executor now holds them in its arena at the group's
  * rows (exec/model/model_moe.c model_moe_saved; tests/cli/mpi_ep.sh checks planned = held): the dispatched inputs'
  * transposed E4M3 copy 2,048 x 256 x 1 = 524,288 instead of 1,048,576, FC2's input 2,048 x 64 x 1 = 131,072 instead
@@ -507,18 +515,23 @@ static void test_routing_data_by_stack(void)
 {
     static const struct {
         KernelFusion fusion;
+        int permute_fusion;
         uint32_t ep, etp, dp;
         int fp8;
         uint64_t want;
-    } rows[] = {{FUSE_TE, 1, 1, 1, 0, 1347584},      {FUSE_FP8PLAN, 1, 1, 1, 0, 1339424},
-                {FUSE_FP8PLAN, 2, 1, 2, 0, 1863712}, {FUSE_TE, 1, 2, 2, 0, 1884160},
-                {FUSE_FP8PLAN, 1, 2, 2, 0, 2388000}, {FUSE_FP8PLAN, 1, 2, 2, 1, 1994784}};
+    } rows[] = {{FUSE_TE, 0, 1, 1, 1, 0, 1368064},      {FUSE_TE, 1, 1, 1, 1, 0, 1382400},
+                {FUSE_TE, 1, 8, 1, 8, 0, 1374208},      {FUSE_COMPILE, 0, 1, 1, 1, 0, 1347584},
+                {FUSE_COMPILE, 1, 1, 1, 1, 0, 1347584}, {FUSE_FP8PLAN, 0, 1, 1, 1, 0, 1339424},
+                {FUSE_FP8PLAN, 1, 1, 1, 1, 0, 1339424}, {FUSE_FP8PLAN, 0, 2, 1, 2, 0, 1863712},
+                {FUSE_TE, 0, 1, 2, 2, 0, 1896448},      {FUSE_TE, 1, 1, 2, 2, 0, 1918976},
+                {FUSE_FP8PLAN, 0, 1, 2, 2, 0, 2388000}, {FUSE_FP8PLAN, 0, 1, 2, 2, 1, 1994784}};
     GpuSpec g = fx_gpu();
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         Recipe r = rows[i].fp8 ? fx_te_recipe("te", 0) : fx_bf16_recipe("bf16", 0);
         ModelSpec m = ox_moe(512);
         PlanInput in = fx_input(&m, &g, &r);
-        in.fusion = rows[i].fusion, in.ep = rows[i].ep, in.etp = rows[i].etp, in.dp = rows[i].dp, in.gbs = rows[i].dp;
+        in.fusion = rows[i].fusion, in.permute_fusion = rows[i].permute_fusion;
+        in.ep = rows[i].ep, in.etp = rows[i].etp, in.dp = rows[i].dp, in.gbs = rows[i].dp;
         Plan p;
         if (!build(&in, &p)) return;
         CHECKF(p.mem[MT_ACT_MOE].bytes == rows[i].want, "row %zu: act_moe %llu, by hand %llu", i,

@@ -320,7 +320,7 @@ static void test_stacks_csv(void)
     CHECK_STR(catalog_stack_columns,
               "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,"
               "loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,ep_overlap,alloc_reserve,"
-              "host_op_us,moe_host_ops,expert_host_ops,calibrated,source,?alias,?expert_tp");
+              "host_op_us,moe_host_ops,expert_host_ops,calibrated,source,?alias,?expert_tp,?permute_fusion");
     /* expert_tp: tp, 1 or blank (1); absent from the header: 1 for every row */
     static const struct {
         const char *cell;
@@ -341,6 +341,25 @@ static void test_stacks_csv(void)
     }
     memset(c, 0, sizeof *c);
     CHECK(parse("s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n", c, &e) == ST_OK && !c->stacks[0].expert_tp);
+    CHECK(!c->stacks[0].permute_fusion); /* permute_fusion absent from the header: no */
+    /* permute_fusion: yes, no or blank (no) */
+    static const struct {
+        const char *cell;
+        int want; /* -1: refused */
+    } pf[] = {{"yes", 1}, {"no", 0}, {"", 0}, {"fused", -1}};
+    for (unsigned i = 0; i < sizeof pf / sizeof *pf; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "%.*s,expert_tp,permute_fusion\ns,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,,tp,%s\n",
+                 (int)strlen(stack_head) - 1, stack_head, pf[i].cell);
+        memset(c, 0, sizeof *c);
+        Status st = catalog_parse_stacks(c, text, strlen(text), "stacks.csv", &e);
+        if (pf[i].want < 0)
+            CHECKF(st == ST_DATA && strstr(e.msg, "row 2, column permute_fusion"), "'%s': %s", pf[i].cell,
+                   st ? e.msg : "accepted");
+        else
+            CHECKF(st == ST_OK && c->stacks[0].permute_fusion == pf[i].want, "'%s': %s", pf[i].cell, st ? e.msg : "");
+    }
     memset(c, 0, sizeof *c);
     const char *missing = "name,attention\ns,te\n";
     CHECK(catalog_parse_stacks(c, missing, strlen(missing), "stacks.csv", &e) == ST_DATA);
