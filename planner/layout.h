@@ -87,14 +87,20 @@ enum { MOE_DISPATCH_ALLTOALL = 0, MOE_DISPATCH_HYBRIDEP = 1, MOE_DISPATCH_DEEPEP
  *                     BF16 joins the transient (a shared expert's FFN is left as it is);
  *   act_ckpt          every layer checkpointed (--recompute full; PyTorch activation checkpointing of each block):
  *                     only each layer's input is kept and one layer is rebuilt in its backward — for runs whose
- *                     own configurations disagree on whether they checkpointed.
+ *                     own configurations disagree on whether they checkpointed;
+ *   routing_map       the MoE token permutation keeps a compact map, two int32 indices a routed row beside its
+ *                     routing weight, instead of what Megatron-Core's permute saves (Transformer Engine's fused
+ *                     row_id_map [tokens, 2 E + 1] int32, or unfused the int64 sorted indices and the [E, tokens]
+ *                     probabilities and mask): for runs on a framework of their own (DeepSeek-V3's) whose
+ *                     permutation's saved tensors are not published.
  * They change memory only: a plan's time is the one built without the open ones. */
 enum {
     PLAN_UNK_FP8_WEIGHT_CACHE = 1u << 0,
     PLAN_UNK_ATTN_OUT = 1u << 1,
     PLAN_UNK_DENSE_ACT = 1u << 2,
     PLAN_UNK_ACT_CKPT = 1u << 3,
-    PLAN_UNK_COUNT_ = 4,
+    PLAN_UNK_ROUTING_MAP = 1u << 4,
+    PLAN_UNK_COUNT_ = 5,
     PLAN_UNK_ALL_ = (1u << PLAN_UNK_COUNT_) - 1
 };
 typedef struct {

@@ -151,9 +151,11 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, ui
          * recipes/deepseek/deepseek_v3.py; models/qwen/qwen_provider.py Qwen3MoEModelProvider); megatron-lm's no,
          * --moe-permute-fusion being store_true (megatron/training/arguments.py, TransformerConfig False). */
         b = ck_add(ck, b, ck_mul(ck, rows, 4));
-        if (in->fusion != FUSE_TE) {
+        if (in->fusion != FUSE_TE || (in->mem_savings & PLAN_UNK_ROUTING_MAP)) {
             /* the compile and eager stacks (torchtitan, llm-foundry, DeepSpeed) reorder tokens with their own code,
-             * not read here: they keep the count this plan gave every non-executor stack, two int32 maps a row */
+             * not read here: they keep the count this plan gave every non-executor stack, two int32 maps a row;
+             * so does a run whose framework's permutation is not published where --unknown routing_map is taken
+             * (planner/layout.h) */
             b = ck_add(ck, b, ck_mul(ck, rows, 8));
         } else if (in->permute_fusion) {
             b = ck_add(ck, b, ck_mul3(ck, tr, 2 * (uint64_t)x->E + 1, 4));

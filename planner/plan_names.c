@@ -171,6 +171,7 @@ const PlanUnknown plan_unknowns[PLAN_UNK_COUNT_] = {
     {"attn_out", PLAN_UNK_ATTN_OUT, "no BF16 attention output beside the out-projection's FP8 input"},
     {"dense_act", PLAN_UNK_DENSE_ACT, "dense FFN saves FC1's output like moe_act, rebuilds FC2's input"},
     {"act_ckpt", PLAN_UNK_ACT_CKPT, "every layer checkpointed (as --recompute full): its input kept, rebuilt"},
+    {"routing_map", PLAN_UNK_ROUTING_MAP, "MoE permutation keeps two int32 maps a row, not TE's [tok, 2E+1] map"},
 };
 _Static_assert(sizeof plan_unknowns / sizeof *plan_unknowns == PLAN_UNK_COUNT_, "plan_unknowns");
 

@@ -38,10 +38,10 @@ done <<LIST
 64|$long
 0|none
 0|attn_out,attn_out
-0|fp8_weight_cache,attn_out,dense_act,act_ckpt
+0|fp8_weight_cache,attn_out,dense_act,act_ckpt,routing_map
 LIST
 run plan $M --unknown attn_out,bogus
-expect_err "--unknown names the flag and the bad name" "--unknown: 'bogus' is not an implementation choice the planner knows (known: fp8_weight_cache,attn_out,dense_act,act_ckpt, or none)"
+expect_err "--unknown names the flag and the bad name" "--unknown: 'bogus' is not an implementation choice the planner knows (known: fp8_weight_cache,attn_out,dense_act,act_ckpt,routing_map, or none)"
 run plan $M --unknown ""
 expect_err "--unknown '': an empty name" "--unknown '': an empty name"
 run sweep --model qwen3-30b-a3b --gpu b200 --gpus 8 --recipes mxfp8 --unknown attn_out
@@ -88,7 +88,7 @@ head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
 echo "r,s,megatron-core,mixtral-8x7b,b200,16,1,2,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,\"ep=8 unknown=bogus\",s" \
     >>"$TMP/cat/measured.csv"
 run report fidelity --catalog "$TMP/cat"
-expect_err "notes unknown=: names the bad choice and the known ones" "'bogus' is not an implementation choice (known: fp8_weight_cache,attn_out,dense_act,act_ckpt)"
+expect_err "notes unknown=: names the bad choice and the known ones" "'bogus' is not an implementation choice (known: fp8_weight_cache,attn_out,dense_act,act_ckpt,routing_map)"
 
 # the trust line on catalogs whose measured.csv cannot be read: the plan stands and says so
 rm -f "$TMP/cat/measured.csv"

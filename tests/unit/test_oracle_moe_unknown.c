@@ -61,6 +61,13 @@ static int build(const PlanInput *in, Plan *p)
  *   16 x 24 x 2 = 768: 1,280 + 3,328 = 4,608, below the loss's 6,144: 12,288. With dense_act too the low end is
  *   the same (a checkpointed layer keeps its input whatever its FFN saves; the rebuilt layer, 2,816, stays below
  *   the loss): the band is 12,288, not the sum of the savings.
+ *   routing_map (ox_moe(768), 512 tokens, top-2: 1,024 routed rows, 8 experts, all local at ep 1): Megatron-Core's
+ *     permutation keeps, unfused, the int64 sorted indices 512 x 2 x 8 = 8,192 and the fp32 probabilities and bool
+ *     mask [8, 512], 8 x 512 x 5 = 20,480 (28,672); fused (Transformer Engine), the int32 row_id_map [512, 2 x 8 +
+ *     1] 512 x 17 x 4 = 34,816 and the two chunk sorts' int32 maps 1,024 x 8 = 8,192 (43,008). The compact map
+ *     keeps two int32 indices a row, 1,024 x 8 = 8,192: 20,480 less unfused, 34,816 fused (act_moe only; the
+ *     backward's working set does not hold them). This executor's own bookkeeping (stack fp8plan) is not open:
+ *     nothing.
  * UNK3: the first three (the MoE rows' and the verdicts' band). */
 #define UNK3 (PLAN_UNK_FP8_WEIGHT_CACHE | PLAN_UNK_ATTN_OUT | PLAN_UNK_DENSE_ACT)
 static void test_unknown_band(void)
@@ -72,17 +79,22 @@ static void test_unknown_band(void)
         int mat;      /* materialized attention */
         unsigned unk; /* --unknown */
         uint64_t each[PLAN_UNK_COUNT_], band;
+        int permute_fusion; /* the stack's (Transformer Engine's fused permute) */
+        KernelFusion fusion;
     } rows[] = {
-        {1, 1, 0, 0, UNK3, {2949120, 524288, 569344}, 4042752},
-        {1, 1, 0, 0, PLAN_UNK_ATTN_OUT, {0, 524288, 0}, 524288},
-        {1, 1, 0, 0, PLAN_UNK_DENSE_ACT | PLAN_UNK_FP8_WEIGHT_CACHE, {2949120, 0, 569344}, 3518464},
-        {0, 1, 0, 0, UNK3, {4096, 1024, 2048}, 7168},
-        {0, 0, 0, 0, PLAN_UNK_FP8_WEIGHT_CACHE, {4096, 0, 0}, 4096},
-        {0, 1, 0, 1, UNK3, {4096, 0, 2048}, 6144},
-        {0, 1, 1, 0, UNK3, {0, 0, 2048}, 2048},
-        {0, 1, 1, 0, PLAN_UNK_ACT_CKPT, {0, 0, 0, 12288}, 12288},
-        {0, 1, 1, 0, PLAN_UNK_ALL_, {0, 0, 2048, 12288}, 12288},
-        {0, 1, 0, 0, 0, {0, 0, 0}, 0},
+        {1, 1, 0, 0, UNK3, {2949120, 524288, 569344}, 4042752, 0, FUSE_TE},
+        {1, 1, 0, 0, PLAN_UNK_ATTN_OUT, {0, 524288, 0}, 524288, 0, FUSE_TE},
+        {1, 1, 0, 0, PLAN_UNK_DENSE_ACT | PLAN_UNK_FP8_WEIGHT_CACHE, {2949120, 0, 569344}, 3518464, 0, FUSE_TE},
+        {0, 1, 0, 0, UNK3, {4096, 1024, 2048}, 7168, 0, FUSE_TE},
+        {0, 0, 0, 0, PLAN_UNK_FP8_WEIGHT_CACHE, {4096, 0, 0}, 4096, 0, FUSE_TE},
+        {0, 1, 0, 1, UNK3, {4096, 0, 2048}, 6144, 0, FUSE_TE},
+        {0, 1, 1, 0, UNK3, {0, 0, 2048}, 2048, 0, FUSE_TE},
+        {0, 1, 1, 0, PLAN_UNK_ACT_CKPT, {0, 0, 0, 12288}, 12288, 0, FUSE_TE},
+        {0, 1, 1, 0, PLAN_UNK_ALL_, {0, 0, 2048, 12288}, 12288, 0, FUSE_TE},
+        {0, 1, 0, 0, 0, {0, 0, 0}, 0, 0, FUSE_TE},
+        {1, 1, 0, 0, PLAN_UNK_ROUTING_MAP, {0, 0, 0, 0, 20480}, 20480, 0, FUSE_TE},
+        {1, 1, 0, 0, PLAN_UNK_ROUTING_MAP, {0, 0, 0, 0, 34816}, 34816, 1, FUSE_TE},
+        {1, 1, 0, 0, PLAN_UNK_ROUTING_MAP, {0, 0, 0, 0, 0}, 0, 1, FUSE_FP8PLAN},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         ModelSpec m = rows[i].moe ? ox_moe(768) : ox_tiny(64, 16);
@@ -90,6 +102,7 @@ static void test_unknown_band(void)
         Recipe r = rows[i].bf16 ? fx_bf16_recipe("bf16", 0) : fx_te_recipe("te", 0);
         PlanInput in = fx_input(&m, &g, &r);
         in.gbs = 1, in.frag_frac = 0, in.fp8_weight_cache = rows[i].cache, in.mem_unknown = rows[i].unk;
+        in.permute_fusion = rows[i].permute_fusion, in.fusion = rows[i].fusion;
         if (rows[i].mat) in.attn = ATTN_MATERIALIZED;
         Plan p, base;
         if (!build(&in, &p)) return;
@@ -183,7 +196,7 @@ static void test_unknown_names(void)
     CHECK(plan_unknown_parse("attn_out,", &bits, &at, &len) && at == 9 && len == 0);
     char buf[80];
     plan_unknown_format(PLAN_UNK_ALL_, buf, sizeof buf);
-    CHECK(!strcmp(buf, "fp8_weight_cache,attn_out,dense_act,act_ckpt"));
+    CHECK(!strcmp(buf, "fp8_weight_cache,attn_out,dense_act,act_ckpt,routing_map"));
     plan_unknown_format(0, buf, sizeof buf);
     CHECK(!strcmp(buf, "none"));
 }
